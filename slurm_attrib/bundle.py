@@ -1,0 +1,312 @@
+"""Loading an evidence bundle (DESIGN.md §3): job facts, node facts and the list of evidence files.
+
+Loading never fails on content: a missing or broken job.yaml, an unreadable file or a planted
+symlink becomes a *problem* recorded for the coverage report. Only a bundle path that is not a
+directory raises :class:`BundleError`. File contents are not read here; see :mod:`.scan`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .errors import BundleError
+from .model import SOURCE_APP, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
+from .timestamps import parse_iso
+
+JOB_FILE = "job.yaml"
+MAX_YAML_BYTES = 4 * 1024 * 1024
+SOURCE_DIRS = {
+    "syslog": SOURCE_KERNEL,
+    "applog": SOURCE_APP,
+    "metrics": SOURCE_METRICS,
+    "sacct": SOURCE_SCHEDULER,
+}
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """facts/NODE.yaml: what resolves uptimes and selects decode branches."""
+
+    node: str
+    boot_time: Optional[datetime] = None
+    driver_version: Optional[str] = None
+    timezone: Optional[str] = None
+    gpus: tuple[tuple[str, str, int], ...] = ()  # (pci, uuid, index)
+
+    def uuid_for(self, pci: str) -> Optional[str]:
+        for gpu_pci, uuid, _ in self.gpus:
+            if gpu_pci == pci:
+                return uuid
+        return None
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    """One evidence file: its path relative to the bundle, source kind and node (if it names one)."""
+
+    rel: str
+    path: Path
+    source: str
+    node: Optional[str]
+    size: int
+
+
+@dataclass
+class Bundle:
+    root: Path
+    job: JobFacts
+    files: list[BundleFile]
+    node_facts: dict[str, NodeFacts]
+    problems: list[str] = field(default_factory=list)
+
+    def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:
+        return self.node_facts.get(node) if node else None
+
+
+def load_bundle(path: str | os.PathLike[str]) -> Bundle:
+    """Read ``path`` as an evidence bundle. Raises BundleError only if it is not a directory."""
+    root = Path(path)
+    if not root.is_dir():
+        raise BundleError(f"{root}: not a bundle directory (expected a folder with job.yaml)")
+    problems: list[str] = []
+    raw = _read_yaml(root / JOB_FILE, problems)
+    job = job_from_mapping(raw if isinstance(raw, dict) else {}, problems)
+    if raw is not None and not isinstance(raw, dict):
+        problems.append(f"{JOB_FILE}: expected a mapping, got {type(raw).__name__}")
+    node_facts = _load_node_facts(root, problems)
+    files = _list_files(root, job, problems)
+    return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems)
+
+
+def _read_yaml(path: Path, problems: list[str]) -> Any:
+    if not path.exists() and not path.is_symlink():
+        problems.append(f"{path.name}: missing")
+        return None
+    try:
+        data = _read_regular_file(path, MAX_YAML_BYTES)
+        return yaml.safe_load(data.decode("utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path.name}: unreadable ({exc})")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problems.append(f"{path.name}{where}: invalid YAML ({getattr(exc, 'problem', exc)})")
+    return None
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes:
+    """Read a regular file without following a symlink at its last component, at most ``limit`` bytes."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return data
+
+
+def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
+    """Normalise a job.yaml mapping into JobFacts; bad values become problems, not exceptions."""
+    nodes = _str_list(raw.get("nodes"), "nodes", problems)
+    collection = raw.get("collection") if isinstance(raw.get("collection"), dict) else {}
+    bundles = collection.get("node_bundles") if isinstance(collection, dict) else None
+    return JobFacts(
+        job_id=_text(raw.get("job_id")) or "unknown",
+        cluster=_text(raw.get("cluster")),
+        user=_text(raw.get("user")),
+        partition=_text(raw.get("partition")),
+        nodes=tuple(nodes),
+        start=_time(raw.get("start"), "start", problems),
+        end=_time(raw.get("end"), "end", problems),
+        state=_state(raw.get("state")),
+        exit_code=_text(raw.get("exit_code")) or "0:0",
+        derived_exit_code=_text(raw.get("derived_exit_code")) or "0:0",
+        ranks=_ranks(raw.get("ranks"), problems),
+        steps=_steps(raw.get("steps"), problems),
+        addresses=_addresses(raw.get("addresses"), problems),
+        node_bundles=tuple(sorted((str(k), _text(v)) for k, v in bundles.items()))
+        if isinstance(bundles, dict) else (),
+        timezone=_text(raw.get("timezone")) or "UTC",
+        restart_count=_int(raw.get("restart_count"), 0),
+        array_job_id=_text(raw.get("array_job_id")),
+        array_task_id=_text(raw.get("array_task_id")),
+    )
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _state(value: Any) -> str:
+    """'CANCELLED by 0' (sacct) → 'CANCELLED'; upper case."""
+    text = _text(value).upper()
+    return text.split()[0] if text else ""
+
+
+def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v for v in (p.strip() for p in value.split(",")) if v]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    problems.append(f"{JOB_FILE}: {key}: expected a list")
+    return []
+
+
+def _time(value: Any, key: str, problems: list[str]) -> Optional[datetime]:
+    if value in (None, ""):
+        return None
+    if isinstance(value, datetime):
+        value = value.isoformat()
+    parsed = parse_iso(str(value))
+    if parsed is None:
+        problems.append(f"{JOB_FILE}: {key}: not an ISO 8601 time: {value!r}")
+    return parsed
+
+
+def _ranks(value: Any, problems: list[str]) -> tuple[tuple[int, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        problems.append(f"{JOB_FILE}: ranks: expected a mapping rank -> node")
+        return ()
+    out: list[tuple[int, str]] = []
+    for key, node in value.items():
+        if isinstance(node, list):  # node -> [ranks]
+            out.extend((_int(r, -1), str(key)) for r in node)
+        else:
+            out.append((_int(key, -1), str(node)))
+    bad = [r for r, _ in out if r < 0]
+    if bad:
+        problems.append(f"{JOB_FILE}: ranks: {len(bad)} entries without a rank number")
+    return tuple(sorted(p for p in out if p[0] >= 0))
+
+
+def _steps(value: Any, problems: list[str]) -> tuple[Step, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        problems.append(f"{JOB_FILE}: steps: expected a list")
+        return ()
+    steps = []
+    for item in value:
+        if isinstance(item, dict):
+            steps.append(Step(id=_text(item.get("id")), state=_state(item.get("state")),
+                              exit_code=_text(item.get("exit_code")) or "0:0",
+                              nodes=tuple(_str_list(item.get("nodes"), "steps.nodes", problems))))
+    return tuple(steps)
+
+
+def _addresses(value: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        problems.append(f"{JOB_FILE}: addresses: expected a mapping node -> [addresses]")
+        return ()
+    pairs = []
+    for node, addrs in value.items():
+        for addr in addrs if isinstance(addrs, list) else [addrs]:
+            pairs.append((str(addr), str(node)))
+    return tuple(sorted(pairs))
+
+
+def _load_node_facts(root: Path, problems: list[str]) -> dict[str, NodeFacts]:
+    facts: dict[str, NodeFacts] = {}
+    folder = root / "facts"
+    if not folder.is_dir():
+        return facts
+    for path in sorted(folder.iterdir()):
+        if path.suffix not in (".yaml", ".yml", ".json"):
+            continue
+        raw = _read_yaml(path, problems)
+        if not isinstance(raw, dict):
+            continue
+        node = path.stem
+        facts[node] = NodeFacts(
+            node=node,
+            boot_time=_time(raw.get("boot_time"), f"facts/{path.name}: boot_time", problems),
+            driver_version=_text(raw.get("driver_version")) or None,
+            timezone=_text(raw.get("timezone")) or None,
+            gpus=_gpus(raw.get("gpus")),
+        )
+    return facts
+
+
+def _gpus(value: Any) -> tuple[tuple[str, str, int], ...]:
+    from .nvidia.xid import normalise_pci
+
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for i, gpu in enumerate(value):
+        if isinstance(gpu, dict) and gpu.get("pci"):
+            out.append((normalise_pci(str(gpu["pci"])), _text(gpu.get("uuid")), _int(gpu.get("index"), i)))
+    return tuple(sorted(out))
+
+
+def _list_files(root: Path, job: JobFacts, problems: list[str]) -> list[BundleFile]:
+    files: list[BundleFile] = []
+    for folder, source in sorted(SOURCE_DIRS.items()):
+        base = root / folder
+        if base.is_symlink():
+            problems.append(f"{folder}/: is a symbolic link; skipped")
+            continue
+        if not base.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+            dirnames.sort()
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                rel = path.relative_to(root).as_posix()
+                entry = _bundle_file(path, rel, source, job, problems)
+                if entry:
+                    files.append(entry)
+    files.sort(key=lambda f: f.rel)
+    return files
+
+
+def _bundle_file(path: Path, rel: str, source: str, job: JobFacts,
+                 problems: list[str]) -> Optional[BundleFile]:
+    try:
+        st = path.lstat()
+    except OSError as exc:
+        problems.append(f"{rel}: cannot stat ({exc.strerror})")
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        problems.append(f"{rel}: symbolic link; not followed")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        problems.append(f"{rel}: not a regular file; skipped")
+        return None
+    return BundleFile(rel=rel, path=path, source=source, node=_node_of(path, job), size=st.st_size)
+
+
+def _node_of(path: Path, job: JobFacts) -> Optional[str]:
+    """syslog/node-02.log → node-02. A name outside the job's node list still names a node
+    (the filter phase decides what to do with it); an applog not named for a node has none."""
+    name = path.name
+    for suffix in (".gz", ".log", ".txt", ".prom", ".json", ".out", ".err"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    if path.parent.name == "applog" and name not in job.nodes:
+        return None
+    return name or None

@@ -1,0 +1,218 @@
+"""Line decoders named by extract rules (``emit.decoder``): structured payloads YAML cannot parse.
+
+Each decoder refines a freshly extracted symptom (fields, GPU, role, category, strength, summary)
+from the matched line and its neighbours; returning False drops the hit (e.g. a line that looked
+like an Xid but does not parse as one).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import Symptom
+from ..nvidia import xid as nv
+from ..scan import Line
+from .context import EngineContext
+from .extract import match_node, split_rank
+from .registry import decoder
+
+_TRACEBACK_HEAD = "Traceback (most recent call last)"
+
+
+def _driver(ctx: EngineContext, node: str | None) -> str | None:
+    facts = ctx.bundle.facts_for(node)
+    return facts.driver_version if facts else None
+
+
+def _apply(sym: Symptom, assessment: nv.XidAssessment) -> None:
+    sym.role, sym.category, sym.responsible = assessment.role, assessment.category, assessment.responsible
+    sym.strength, sym.summary, sym.actions = assessment.strength, assessment.summary, assessment.actions
+
+
+@decoder("nvidia_xid")
+def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    event = nv.parse_xid(extra["text"])
+    if event is None:
+        return False
+    sym.gpu = event.pci
+    sym.fields.update(code=event.code, pci=event.pci, message=event.message)
+    for key, value in (("pid", event.pid), ("process", event.process), ("gpu_instance", event.gpu_instance),
+                       ("compute_instance", event.compute_instance)):
+        if value is not None:
+            sym.fields[key] = value
+    previous = nv.caused_by_previous(event.message)
+    if previous is not None:
+        sym.fields["caused_by_xid"] = previous
+    _apply(sym, nv.assess_xid(event, _driver(ctx, sym.node)))
+    sym.fields.update(_xid_details(event, _driver(ctx, sym.node)))
+    return True
+
+
+def _xid_details(event: nv.XidEvent, driver: str | None) -> dict[str, Any]:
+    """The decoded payload of the Xids that carry one, as plain data for the diagnosis."""
+    decoded: Any = None
+    if event.code == 74:
+        decoded = nv.decode_xid74(event.message)
+    elif 144 <= event.code <= 150:
+        decoded = nv.decode_nvlink5(event.code, event.message, driver)
+    elif event.code == 154:
+        decoded = nv.decode_xid154(event.message)
+    elif event.code in (94, 95):
+        decoded = nv.decode_containment(event.message)
+    return {"decoded": _plain(decoded)} if decoded is not None else {}
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses → dicts, tuples → lists, recursively, for canonical JSON."""
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: _plain(getattr(value, k)) for k in sorted(value.__dataclass_fields__)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@decoder("nvidia_gpu_uuid")
+def decode_uuid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    parsed = nv.parse_gpu_uuid(extra["text"])
+    if parsed is None:
+        return False
+    sym.gpu, sym.fields["uuid"] = parsed
+    sym.fields["pci"] = parsed[0]
+    return True
+
+
+@decoder("nvidia_sxid")
+def decode_sxid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    event = nv.parse_sxid(extra["text"])
+    if event is None:
+        return False
+    sym.fields.update(_plain(event))
+    _apply(sym, nv.assess_sxid(event))
+    return True
+
+
+@decoder("nvidia_fallen_off_bus")
+def decode_fallen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    joined = " ".join([extra["text"], *line.following(3)])
+    pci = nv.parse_fallen_off_bus(joined)
+    if pci is None or "fallen off the bus" not in joined:
+        return False
+    sym.gpu = pci
+    sym.fields["pci"] = pci
+    _apply(sym, nv.assess_xid(nv.XidEvent(pci=pci, code=79, gpu_instance=None, compute_instance=None, pid=None,
+                                          process=None, message="GPU has fallen off the bus"),
+                              _driver(ctx, sym.node)))
+    return True
+
+
+@decoder("python_traceback")
+def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Keep an exception line only when a traceback header of the same rank precedes it."""
+    for count, previous in enumerate(line.preceding(400)):
+        rank, rest = split_rank(previous)
+        if rank == sym.rank and rest.startswith(_TRACEBACK_HEAD):
+            sym.fields["traceback_lines"] = count + 1
+            frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if r[0] == sym.rank]
+            location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
+            if location:
+                sym.fields["location"] = location[:200]
+            return True
+    return False
+
+
+_SUMMARY_FIELD = re.compile(r"^\s*(?P<key>rank|host|exitcode|time|traceback)\s*:\s*(?P<value>.*)$")
+
+
+@decoder("torchrun_summary")
+def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Read the 'Root Cause (first observed failure)' block of a torchrun ChildFailedError."""
+    in_root = False
+    for text in (split_rank(t)[1] for t in line.following(40)):
+        if "Root Cause" in text:
+            in_root = True
+            continue
+        if in_root:
+            match = _SUMMARY_FIELD.match(text)
+            if match:
+                sym.fields[f"reported_{match['key']}"] = match["value"].strip()[:200]
+            elif text.startswith("====="):
+                break
+    rank_text = str(sym.fields.get("reported_rank", ""))
+    if rank_text.split(" ")[0].isdigit():
+        sym.fields["reported_rank"] = int(rank_text.split(" ")[0])
+    host = sym.fields.get("reported_host")
+    if isinstance(host, str):
+        node = match_node(ctx.job.nodes, host)
+        if node:
+            sym.fields["reported_node"] = node
+    return True
+
+
+_CUDA_CLASSES = (
+    ("uncorrectable ECC error", "gpu_memory", "infrastructure", 70, "candidate"),
+    ("uncorrectable NVLink error", "nvlink", "infrastructure", 70, "candidate"),
+    ("out of memory", "gpu_oom", "workload", 60, "candidate"),
+    ("device-side assert", "application", "workload", 55, "candidate"),
+    ("illegal memory access", "application", "workload", 45, "candidate"),
+    ("misaligned address", "application", "workload", 45, "candidate"),
+    ("unspecified launch failure", "unknown", "unknown", 30, "candidate"),
+    ("GPU is lost", "gpu_hardware", "infrastructure", 60, "candidate"),
+)
+
+
+@decoder("cuda_error")
+def decode_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Classify ``CUDA error: <text>`` by its text: hardware (ECC, NVLink) versus the workload's own."""
+    text = str(sym.fields.get("error", ""))
+    for needle, category, responsible, strength, role in _CUDA_CLASSES:
+        if needle.lower() in text.lower():
+            sym.category, sym.responsible, sym.strength, sym.role = category, responsible, strength, role
+            break
+    else:
+        sym.category, sym.responsible, sym.strength, sym.role = "application", "workload", 40, "candidate"
+    if "watchdog" in extra["text"].lower():
+        sym.fields["via"] = "watchdog"
+    return True
+
+
+@decoder("oom_kill")
+def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Pick up the memcg / job of an OOM kill from the lines just before it."""
+    for previous in line.preceding(5):
+        match = re.search(r"task_memcg=(\S+?),task=", previous)
+        if match:
+            sym.fields["memcg"] = match.group(1)
+            job = re.search(r"job_(\d+)", match.group(1))
+            if job:
+                sym.fields["memcg_job"] = job.group(1)
+            break
+    return True
+
+
+@decoder("ib_port_state")
+def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    state = str(sym.fields.get("state", "")).upper()
+    if state == "ACTIVE":
+        sym.role, sym.strength, sym.kind = "context", 0, "ib_link_up"
+        sym.summary = f"infiniband {sym.fields.get('device', '?')} port {sym.fields.get('port', '?')} link active"
+    return True
+
+
+@decoder("pcie_aer")
+def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context."""
+    severity = str(sym.fields.get("severity", ""))
+    if "Corrected" in severity and "Uncorrected" not in severity:
+        sym.role, sym.strength = "context", 0
+    elif "Non-Fatal" in severity:
+        sym.strength = 40
+    facts = ctx.bundle.facts_for(sym.node)
+    device = sym.fields.get("device")
+    if isinstance(device, str):
+        pci = nv.normalise_pci(device)
+        if facts and facts.uuid_for(pci) is not None:
+            sym.gpu = pci
+    return True

@@ -1,0 +1,271 @@
+"""Phase 1, extract: run every extract rule over the bundle's files and turn hits into symptoms."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import datetime
+from typing import Any, Optional
+
+from ..bundle import BundleFile
+from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
+from ..ruleset import Rule
+from ..scan import Line, Prefilter, ScanStats, open_evidence, scan_stream
+from ..timestamps import ParsedStamp, TimeContext, parse_line_time, zone_from_name
+from . import prefilter as prefilters
+from .context import EngineContext
+from .registry import DECODERS, RULES, rule
+
+_RANK_PREFIX = re.compile(r"\s*(?:\[rank(\d+)\]:|\[default(\d+)\]:|(\d+): )")
+_PORT_SUFFIX = re.compile(r"(?:<\d+>|%[\w.]+|:\d+)+$")
+INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
+
+
+def split_rank(text: str) -> tuple[Optional[int], str]:
+    """Strip srun ``--label`` (``9: ``), PyTorch (``[rank9]:``) and torchrun (``[default9]:``)
+    prefixes; return the first rank found and the rest of the line."""
+    rank: Optional[int] = None
+    while True:
+        match = _RANK_PREFIX.match(text)
+        if not match:
+            return rank, text
+        if rank is None:
+            rank = int(next(g for g in match.groups() if g is not None))
+        text = text[match.end():]
+
+
+class Extractor:
+    """Holds the per-source rule lists and prefilters; one instance serves many diagnoses."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.line_rules: dict[str, list[Rule]] = defaultdict(list)
+        self.python_rules: list[Rule] = []
+        for rule in rules:
+            if rule.match is None:
+                self.python_rules.append(rule)
+            else:
+                self.line_rules[rule.match.source].append(rule)
+        self.prefilters: dict[str, Prefilter] = {
+            source: prefilters.build([a.encode() for r in rs for a in r.match.anchors if r.match])
+            for source, rs in sorted(self.line_rules.items())
+        }
+
+    def run(self, ctx: EngineContext) -> None:
+        for rule in self.python_rules:
+            count = RULES[rule.id](ctx, rule)
+            if count:
+                ctx.fired[rule.id] += count
+        for bf in ctx.bundle.files:
+            self._scan_file(ctx, bf)
+
+    def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
+        cov = ctx.coverage_for(_connector(bf.source))
+        cov.files += 1
+        rules = self.line_rules.get(bf.source, [])
+        if not rules:
+            cov.notes.append(f"{bf.rel}: no rules read {bf.source} files yet")
+            return
+        timectx = time_context(ctx, bf.node)
+        handler = _LineHandler(ctx, bf, rules, timectx)
+        stats = ScanStats()
+        try:
+            with open_evidence(bf.path) as stream:
+                scan_stream(stream, self.prefilters[bf.source], handler, stats)
+        except OSError as exc:
+            stats.error = f"cannot read: {exc.strerror or exc}"
+        _record_stats(cov, bf, stats, handler.found)
+
+
+def _connector(source: str) -> str:
+    return {"kernel": "kernel_log", "app": "app_log", "metrics": "gpu_metrics", "scheduler": "sacct"}.get(
+        source, source)
+
+
+def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -> None:
+    cov.lines += stats.lines
+    cov.bytes += stats.bytes
+    cov.symptoms += found
+    if stats.error:
+        cov.notes.append(f"{bf.rel}: {stats.error}")
+    if stats.cut_lines:
+        cov.notes.append(f"{bf.rel}: {stats.cut_lines} line(s) longer than 1 MiB cut; the rest not scanned")
+    if stats.nul_bytes:
+        cov.notes.append(f"{bf.rel}: {stats.nul_bytes} NUL byte(s) (binary garbage or a torn write)")
+
+
+def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
+    """The TimeContext for a node's lines: job window, the node's zone and boot time."""
+    facts = ctx.bundle.facts_for(node)
+    zone_name = (facts.timezone if facts and facts.timezone else None) or ctx.job.timezone or "UTC"
+    try:
+        zone = zone_from_name(zone_name)
+    except ValueError:
+        ctx.assumptions.add(f"unknown time zone {zone_name!r}; UTC assumed")
+        zone_name, zone = "UTC", zone_from_name("UTC")
+    return TimeContext(window_start=ctx.window_start, window_end=ctx.window_end, zone=zone,
+                       zone_name=zone_name, boot_time=facts.boot_time if facts else None)
+
+
+class _LineHandler:
+    """Called for every prefilter hit of one file."""
+
+    def __init__(self, ctx: EngineContext, bf: BundleFile, rules: list[Rule], timectx: TimeContext) -> None:
+        self.ctx, self.bf, self.rules, self.timectx = ctx, bf, rules, timectx
+        self.found = 0
+
+    def __call__(self, line: Line) -> None:
+        rank, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
+        stamp: Optional[ParsedStamp] = None
+        for rule in self.rules:
+            assert rule.match is not None
+            if not any(a in text for a in rule.match.anchors):
+                continue
+            match = rule.match.regex.search(text)
+            if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
+                continue
+            if stamp is None:
+                stamp = self._stamp(line, text, rank)
+            self._emit(rule, line, text, rank, stamp, match.groupdict())
+
+    def _stamp(self, line: Line, text: str, rank: Optional[int]) -> ParsedStamp:
+        stamp = parse_line_time(text, self.timectx)
+        if stamp.time is None and self.bf.source == SOURCE_APP:
+            inferred = _infer_time(line, rank, self.timectx)
+            if inferred is not None:
+                return ParsedStamp(time=inferred.time, message=stamp.message, fmt=stamp.fmt, host=stamp.host,
+                                   uptime=stamp.uptime,
+                                   assumptions=(*inferred.assumptions, "time taken from a preceding line"))
+        return stamp
+
+    def _emit(self, rule: Rule, line: Line, text: str, rank: Optional[int], stamp: ParsedStamp,
+              groups: dict[str, Any]) -> None:
+        fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
+        if rank is None and isinstance(fields.get("rank"), int):
+            rank = fields["rank"]
+        node = resolve_node(self.ctx, self.bf.node, rank, fields.get("host"))
+        evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
+                               offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP])
+        emit = rule.emit
+        sym = Symptom(kind=str(emit.get("kind", rule.id)), rule_id=rule.id, node=node, time=stamp.time,
+                      evidence=[evidence], rank=rank, fields=fields, role=str(emit.get("role", "context")),
+                      category=str(emit.get("category", "unknown")),
+                      responsible=str(emit.get("responsible", "unknown")),
+                      strength=int(emit.get("strength", 0)))
+        if "peer" in fields:
+            peer = resolve_peer(self.ctx, str(fields["peer"]))
+            if peer:
+                fields["peer_node"] = peer
+        self.ctx.assumptions.update(stamp.assumptions)
+        decode = emit.get("decoder")
+        if decode and not DECODERS[str(decode)](self.ctx, sym, line, {"text": text, "rule": rule}):
+            return
+        if not sym.summary:
+            sym.summary = render_summary(str(emit.get("summary", sym.kind)), sym)
+        if not sym.actions and emit.get("actions"):
+            sym.actions = tuple(str(a) for a in emit["actions"])
+        self.ctx.symptoms.append(sym)
+        self.ctx.fired[rule.id] += 1
+        self.found += 1
+
+
+def _typed(key: str, value: str) -> Any:
+    if key in INT_FIELDS:
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    return value.strip()
+
+
+def _infer_time(line: Line, rank: Optional[int], timectx: TimeContext) -> Optional[ParsedStamp]:
+    """The stamp of the nearest preceding line of the same rank (or any line if none)."""
+    fallback: Optional[ParsedStamp] = None
+    for count, previous in enumerate(line.preceding(200)):
+        prev_rank, rest = split_rank(previous)
+        stamp = parse_line_time(rest, timectx)
+        if stamp.time is None:
+            continue
+        if prev_rank == rank:
+            return stamp
+        if fallback is None:
+            fallback = stamp
+        if count > 50 and fallback is not None:
+            break
+    return fallback
+
+
+def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
+                 host: Any) -> Optional[str]:
+    """Host named in the line, else the rank's node, else the node the file belongs to."""
+    if isinstance(host, str) and host:
+        named = match_node(ctx.job.nodes, host)
+        if named:
+            return named
+    if rank is not None:
+        mapped = ctx.job.rank_node(rank)
+        if mapped:
+            return mapped
+    return file_node
+
+
+def match_node(nodes: tuple[str, ...], name: str) -> Optional[str]:
+    """``node-03`` or ``node-03.cluster.example`` → ``node-03`` when it is one of ``nodes``."""
+    if name in nodes:
+        return name
+    short = name.split(".", 1)[0]
+    return short if short in nodes else None
+
+
+def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
+    """An NCCL/IB peer (``10.0.0.3<54862>``, ``fe80::1%ib0<5>``, ``node-03``) → a job node."""
+    bare = _PORT_SUFFIX.sub("", peer.strip()) if "<" in peer or "%" in peer else peer.strip()
+    return match_node(ctx.job.nodes, bare) or ctx.job.node_for_address(bare)
+
+
+class _Defaults(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def render_summary(template: str, sym: Symptom) -> str:
+    values = _Defaults(sym.fields)
+    values.update(kind=sym.kind, node=sym.node or "?", rank="?" if sym.rank is None else sym.rank,
+                  gpu=sym.gpu or "?")
+    try:
+        return template.format_map(values)[:300]
+    except (ValueError, IndexError, KeyError, AttributeError):
+        return template[:300]
+
+
+def first_time(symptoms: list[Symptom]) -> Optional[datetime]:
+    times = [s.time for s in symptoms if s.time is not None]
+    return min(times) if times else None
+
+
+@rule("scheduler.job_state")
+def job_state(ctx: EngineContext, rule_: Rule) -> int:
+    """The job's final state and exit codes from job.yaml / sacct, as a symptom with its evidence."""
+    job = ctx.job
+    if not job.state and job.job_id == "unknown":
+        return 0
+    line = _job_yaml_line(ctx, "state")
+    raw = f"state: {job.state} exit_code: {job.exit_code} derived_exit_code: {job.derived_exit_code}"
+    evidence = EvidenceRef(source="scheduler", node=None, file="job.yaml", line=line, offset=0,
+                           time=job.end, raw=raw)
+    ctx.symptoms.append(Symptom(kind="job_state", rule_id=rule_.id, node=None, time=job.end, evidence=[evidence],
+                                fields={"state": job.state, "exit_code": job.exit_code,
+                                        "derived_exit_code": job.derived_exit_code},
+                                role="context", summary=f"slurm job state {job.state or '?'} "
+                                f"exit {job.exit_code} derived {job.derived_exit_code}"))
+    return 1
+
+
+def _job_yaml_line(ctx: EngineContext, key: str) -> int:
+    try:
+        with open_evidence(ctx.bundle.root / "job.yaml") as handle:
+            for number, raw in enumerate(handle.read(1 << 20).splitlines(), start=1):
+                if raw.lstrip().startswith(key.encode() + b":"):
+                    return number
+    except OSError:
+        pass
+    return 0

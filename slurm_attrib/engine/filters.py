@@ -1,0 +1,150 @@
+"""Phase 2, filter: mark what cannot be causal. Nothing is deleted; a dropped symptom keeps the
+reason, and the diagnosis can list it."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from ..model import Symptom
+from ..ruleset import Rule
+from ..timestamps import format_utc
+from .context import EngineContext
+from .registry import rule
+
+
+def matches_when(when: dict[str, Any], sym: Symptom) -> bool:
+    """The declarative condition of a ``when`` section against one symptom.
+
+    Keys: ``kind``, ``role``, ``category``, ``source`` (lists or single values), ``fields``
+    (field → value or list of values) and ``regex`` (field → regular expression, ``raw`` for the line).
+    """
+    for key in ("kind", "role", "category"):
+        if key in when and getattr(sym, key) not in _as_list(when[key]):
+            return False
+    if "source" in when and (not sym.evidence or sym.evidence[0].source not in _as_list(when["source"])):
+        return False
+    for name, wanted in (when.get("fields") or {}).items():
+        if sym.fields.get(name) not in _as_list(wanted):
+            return False
+    for name, pattern in (when.get("regex") or {}).items():
+        value = sym.evidence[0].raw if name == "raw" and sym.evidence else sym.fields.get(name)
+        if not isinstance(value, str) or not re.search(str(pattern), value):
+            return False
+    return True
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def run_declarative_filter(ctx: EngineContext, rule_: Rule) -> int:
+    """A YAML filter rule: drop every active symptom matching ``when``, with ``reason``."""
+    reason = str(rule_.raw.get("reason", rule_.title))
+    count = 0
+    for sym in ctx.active():
+        if matches_when(rule_.raw["when"], sym):
+            sym.dropped = f"{reason} ({rule_.id})"
+            count += 1
+    return count
+
+
+@rule("filter.outside_job_window")
+def outside_window(ctx: EngineContext, rule_: Rule) -> int:
+    count = 0
+    for sym in ctx.active():
+        if sym.kind == "job_state":
+            continue
+        if ctx.in_window(sym.time) is False:
+            assert sym.time is not None
+            sym.dropped = (f"outside the job window ({format_utc(sym.time)} vs {ctx.window_source} "
+                           f"window with {ctx.settings.window_before_s:g}s/{ctx.settings.window_after_s:g}s "
+                           "tolerance)")
+            count += 1
+    return count
+
+
+@rule("filter.node_not_in_job")
+def node_not_in_job(ctx: EngineContext, rule_: Rule) -> int:
+    nodes = set(ctx.job.nodes)
+    if not nodes:
+        return 0
+    count = 0
+    for sym in ctx.active():
+        if sym.node is not None and sym.node not in nodes:
+            sym.dropped = f"node {sym.node} is not one of the job's nodes"
+            count += 1
+    return count
+
+
+@rule("filter.oom_of_other_job")
+def oom_of_other_job(ctx: EngineContext, rule_: Rule) -> int:
+    count = 0
+    for sym in ctx.active():
+        other = sym.fields.get("memcg_job")
+        if other and str(other) != ctx.job.job_id.split("_")[0]:
+            sym.dropped = f"the OOM kill hit job {other}, not this job"
+            count += 1
+    return count
+
+
+@rule("filter.first_exception_per_rank")
+def first_exception_per_rank(ctx: EngineContext, rule_: Rule) -> int:
+    """Keep the first Python exception of each rank (or file, without ranks); later ones are
+    chained re-raises or shutdown noise."""
+    seen: dict[tuple[Any, ...], Symptom] = {}
+    count = 0
+    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+        if sym.kind != "python_exception":
+            continue
+        key = (sym.rank, sym.node) if sym.rank is not None else (sym.evidence[0].file,)
+        if key in seen:
+            sym.dropped = f"a later exception of the same rank (first: line {seen[key].evidence[0].line})"
+            count += 1
+        else:
+            seen[key] = sym
+    return count
+
+
+@rule("filter.duplicate_lines")
+def duplicate_lines(ctx: EngineContext, rule_: Rule) -> int:
+    """The same kernel line seen twice (dmesg and syslog in one bundle): keep the first."""
+    seen: dict[tuple[Any, ...], Symptom] = {}
+    count = 0
+    window = timedelta(seconds=float(rule_.params.get("seconds", 1.0)))
+    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+        if not sym.evidence or sym.evidence[0].source != "kernel":
+            continue
+        key = (sym.kind, sym.node, sym.gpu, sym.summary)
+        first = seen.get(key)
+        if first and first.evidence[0].file != sym.evidence[0].file and _close(first, sym, window):
+            sym.dropped = f"duplicate of {first.evidence[0].file}:{first.evidence[0].line}"
+            count += 1
+        elif first is None:
+            seen[key] = sym
+    return count
+
+
+def _close(a: Symptom, b: Symptom, window: timedelta) -> bool:
+    return a.time is not None and b.time is not None and abs(a.time - b.time) <= window
+
+
+@rule("filter.teardown_after_failure")
+def teardown_after_failure(ctx: EngineContext, rule_: Rule) -> int:
+    """Teardown-class events (Xid 45, Xid 43) after the first failure are consequences of it."""
+    first = _first_failure(ctx)
+    count = 0
+    for sym in ctx.active():
+        if sym.role != "teardown":
+            continue
+        if first is None or sym.time is None or sym.time >= first.time - ctx.tolerance(ctx.settings.skew_s):
+            when = format_utc(first.time) if first and first.time else "the job end"
+            sym.dropped = f"teardown after the first failure ({when})"
+            count += 1
+    return count
+
+
+def _first_failure(ctx: EngineContext) -> Symptom | None:
+    timed = [s for s in ctx.active() if s.time is not None and s.role in ("candidate", "cascade")]
+    return min(timed, key=Symptom.sort_key) if timed else None

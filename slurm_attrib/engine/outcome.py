@@ -1,0 +1,199 @@
+"""FINAL (choose the outcome) and POST_OUTCOME (annotate it) rules."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..model import Symptom
+from ..ruleset import Rule
+from .context import EngineContext, Outcome
+from .filters import matches_when
+from .registry import rule
+
+# Slurm job state → (category, responsible) when the scheduler itself ended the job.
+STATE_OUTCOMES = {
+    "TIMEOUT": ("job_limit", "workload"),
+    "DEADLINE": ("job_limit", "workload"),
+    "PREEMPTED": ("preempted", "scheduler"),
+    "CANCELLED": ("cancelled", "workload"),
+    "NODE_FAIL": ("node_failure", "infrastructure"),
+    "BOOT_FAIL": ("node_failure", "infrastructure"),
+    "OUT_OF_MEMORY": ("host_oom", "workload"),
+}
+SUCCESS_STATES = ("COMPLETED", "RUNNING", "COMPLETING", "PENDING")
+
+
+def _describe(sym: Symptom) -> str:
+    where = sym.node or "an unknown node"
+    if sym.gpu:
+        where += f" gpu {sym.gpu}"
+    if sym.rank is not None:
+        where += f" rank {sym.rank}"
+    return f"{sym.summary} ({where})"
+
+
+def _decide(ctx: EngineContext, rule_: Rule, **values: object) -> int:
+    outcome = Outcome(decided_by=rule_.id)
+    for key, value in values.items():
+        setattr(outcome, key, value)
+    ctx.outcome = outcome
+    return 1
+
+
+@rule("final.scheduler_state")
+def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
+    """TIMEOUT, PREEMPTED, CANCELLED, NODE_FAIL and OUT_OF_MEMORY decide the category, unless a
+    strong infrastructure fault in the window explains why the job hung or was killed."""
+    state = ctx.job.state
+    if state not in STATE_OUTCOMES or ctx.outcome.decided_by:
+        return 0
+    category, responsible = STATE_OUTCOMES[state]
+    leader = ctx.leaders[0] if ctx.leaders else None
+    threshold = int(rule_.params.get("hardware_overrides_at", 80))
+    if state != "NODE_FAIL" and leader and leader.responsible == "infrastructure" and leader.strength >= threshold:
+        ctx.outcome.annotations.append(f"the job then ended as {state}; the fault above explains it")
+        return 0
+    if state == "NODE_FAIL":
+        return _node_failure(ctx, rule_, leader)
+    culprits: list[str] = []
+    root: Optional[Symptom] = None
+    if category == "host_oom" and leader is not None and leader.category == "host_oom":
+        root, culprits = leader, [leader.node] if leader.node else []
+    state_sym = next((s for s in ctx.symptoms if s.kind == "job_state"), None)
+    root = root or _state_evidence(ctx, category) or state_sym
+    summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
+    return _decide(ctx, rule_, status="attributed", category=category, responsible=responsible, root=root,
+                   culprit_nodes=culprits, summary=summary)
+
+
+def _state_evidence(ctx: EngineContext, category: str) -> Optional[Symptom]:
+    """The log line in which Slurm said why it ended the job (time limit, cancel, preemption)."""
+    kinds = {"job_limit": "slurm_time_limit", "cancelled": "slurm_cancelled", "preempted": "slurm_preempted"}
+    wanted = kinds.get(category)
+    found = [s for s in ctx.active() if s.kind == wanted]
+    return min(found, key=Symptom.sort_key) if found else None
+
+
+def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) -> int:
+    reports = [s for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node]
+    missing = [node for node, state in ctx.job.node_bundles if state != "ok"]
+    culprits = sorted({s.node for s in reports if s.node} | set(missing))
+    root = min(reports, key=Symptom.sort_key) if reports else None
+    if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
+        culprits, root = [leader.node], leader
+    if missing:
+        ctx.outcome.annotations.append("no node bundle arrived from " + ", ".join(missing))
+    named = ", ".join(culprits) if culprits else "a node the evidence does not name"
+    return _decide(ctx, rule_, status="attributed" if culprits else "unattributed", category="node_failure",
+                   responsible="infrastructure", root=root, culprit_nodes=culprits,
+                   summary=f"node failure: {named} stopped answering",
+                   annotations=list(ctx.outcome.annotations))
+
+
+@rule("final.root_cause")
+def root_cause(ctx: EngineContext, rule_: Rule) -> int:
+    """One leader → attributed; several unrelated leaders → ambiguous; none → unattributed."""
+    if ctx.outcome.decided_by:
+        return 0
+    notes = list(ctx.outcome.annotations)
+    if len(ctx.leaders) > 1:
+        nodes = sorted({s.node for s in ctx.leaders if s.node})
+        return _decide(ctx, rule_, status="ambiguous", category=_common(ctx.leaders, "category"),
+                       responsible=_common(ctx.leaders, "responsible"), candidates=list(ctx.leaders),
+                       summary="several unrelated faults fit equally: " + "; ".join(
+                           _describe(s) for s in ctx.leaders), culprit_nodes=[], annotations=notes
+                       + [f"candidate nodes: {', '.join(nodes)}"])
+    if ctx.leaders:
+        root = ctx.leaders[0]
+        return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
+                       root=root, culprit_nodes=[root.node] if root.node else [], summary=_describe(root),
+                       annotations=notes)
+    return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
+                   summary=_unattributed_summary(ctx), annotations=notes)
+
+
+def _common(symptoms: list[Symptom], attr: str) -> str:
+    values = {getattr(s, attr) for s in symptoms}
+    return values.pop() if len(values) == 1 else "unknown"
+
+
+def _unattributed_summary(ctx: EngineContext) -> str:
+    job = ctx.job
+    if job.state in SUCCESS_STATES and job.exit_code in ("0:0", "0") and job.derived_exit_code in ("0:0", "0"):
+        return "the job did not fail; nothing to attribute"
+    cascades = [s for s in ctx.active() if s.role == "cascade"]
+    if cascades:
+        kinds = sorted({s.kind for s in cascades})
+        return (f"only downstream symptoms ({', '.join(kinds)}) on {len({s.node for s in cascades})} node(s); "
+                "the evidence names no root cause")
+    return f"job {job.state.lower() or 'failed'} (exit {job.exit_code}); the evidence names no root cause"
+
+
+def run_declarative_post(ctx: EngineContext, rule_: Rule) -> int:
+    """A YAML post-outcome rule: when the outcome matches ``when``, add ``actions``/``annotation``."""
+    when = rule_.raw["when"]
+    outcome = ctx.outcome
+    for key in ("status", "category", "responsible"):
+        if key in when and getattr(outcome, key) not in _listed(when[key]):
+            return 0
+    root_when = when.get("root")
+    if root_when and (outcome.root is None or not matches_when(root_when, outcome.root)):
+        return 0
+    for action in rule_.raw.get("actions") or ():
+        if action not in outcome.actions:
+            outcome.actions.append(str(action))
+    if rule_.raw.get("annotation"):
+        outcome.annotations.append(str(rule_.raw["annotation"]))
+    return 1
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+@rule("post.root_actions")
+def root_actions(ctx: EngineContext, rule_: Rule) -> int:
+    """The root symptom's own actions (the XID catalog's resolution buckets) come first."""
+    root = ctx.outcome.root
+    if root is None or not root.actions:
+        return 0
+    ctx.outcome.actions = [*root.actions, *(a for a in ctx.outcome.actions if a not in root.actions)]
+    return 1
+
+
+@rule("post.repeat_offender")
+def repeat_offender(ctx: EngineContext, rule_: Rule) -> int:
+    """Flag a culprit node that the store already knows as the culprit of earlier jobs."""
+    history = dict(ctx.settings.node_history)
+    threshold = int(rule_.params.get("min_jobs", 3))
+    count = 0
+    for node in ctx.outcome.culprit_nodes:
+        past = history.get(node, 0)
+        if past + 1 >= threshold:
+            ctx.outcome.annotations.append(f"repeat offender: {node} was the culprit of {past} earlier job(s)")
+            count += 1
+    return count
+
+
+@rule("post.coverage_gaps")
+def coverage_gaps(ctx: EngineContext, rule_: Rule) -> int:
+    """Say which evidence was missing when the verdict is not attributed."""
+    if ctx.outcome.status == "attributed":
+        return 0
+    have_kernel = {f.node for f in ctx.bundle.files if f.source == "kernel"}
+    missing = [n for n in ctx.job.nodes if n not in have_kernel]
+    gaps = []
+    if missing:
+        gaps.append("no kernel log from " + _short_list(missing))
+    if not any(f.source == "app" for f in ctx.bundle.files):
+        gaps.append("no application log")
+    if not any(f.source == "metrics" for f in ctx.bundle.files):
+        gaps.append("no GPU metrics snapshot")
+    if gaps:
+        ctx.outcome.annotations.append("missing evidence: " + "; ".join(gaps))
+    return 1 if gaps else 0
+
+
+def _short_list(items: list[str], limit: int = 8) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -1,0 +1,190 @@
+"""Phase 3, refine: correlate symptoms across nodes and time, decide root candidates versus
+cascades, and demote cascades to supporting symptoms of the root (never deleting them).
+
+Stages run in order: ``correlate`` (join facts: GPU identities, Xid chains, peers), ``classify``
+(roles that depend on other symptoms), ``demote`` (choose the leading candidates, attach the rest).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from ..model import Symptom
+from ..ruleset import Rule
+from .context import EngineContext
+from .registry import rule
+
+HARDWARE_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink", "network", "node_failure", "storage")
+
+
+@rule("refine.gpu_identity")
+def gpu_identity(ctx: EngineContext, rule_: Rule) -> int:
+    """Attach the GPU UUID to symptoms that name a PCI address (from the driver's UUID line or
+    the node facts) and the PCI address to app symptoms that name a CUDA device index."""
+    uuids: dict[tuple[Optional[str], str], str] = {}
+    for sym in ctx.symptoms:
+        if sym.kind == "gpu_uuid" and sym.gpu:
+            uuids[(sym.node, sym.gpu)] = str(sym.fields.get("uuid"))
+    count = 0
+    for sym in ctx.active():
+        facts = ctx.bundle.facts_for(sym.node)
+        if sym.gpu is None and facts and isinstance(sym.fields.get("cuda_dev"), str):
+            index = int(str(sym.fields["cuda_dev"])) if str(sym.fields["cuda_dev"]).isdigit() else -1
+            sym.gpu = next((pci for pci, _, idx in facts.gpus if idx == index), None)
+        if sym.gpu and sym.kind != "gpu_uuid" and "uuid" not in sym.fields:
+            uuid = uuids.get((sym.node, sym.gpu)) or (facts.uuid_for(sym.gpu) if facts else None)
+            if uuid:
+                sym.fields["uuid"] = uuid
+                count += 1
+    return count
+
+
+@rule("refine.xid_chain")
+def xid_chain(ctx: EngineContext, rule_: Rule) -> int:
+    """``Xid 45 ... caused by previous Xid N`` and Xid 154 (recovery action) support the Xid they
+    follow on the same GPU."""
+    count = 0
+    xids = [s for s in ctx.symptoms if s.kind == "xid" and s.dropped is None]
+    for sym in xids:
+        wanted = sym.fields.get("caused_by_xid")
+        if sym.fields.get("code") != 154 and wanted is None:
+            continue
+        cause = _previous_xid(xids, sym, wanted if isinstance(wanted, int) else None)
+        if cause is not None:
+            sym.supports = cause.id or None
+            sym.fields["follows"] = f"xid {cause.fields.get('code')}"
+            if sym.fields.get("code") == 154 and isinstance(sym.fields.get("decoded"), dict):
+                cause.notes.append(f"driver recovery action: {sym.summary}")
+            if sym.role == "candidate":
+                sym.role = "cascade"
+            count += 1
+    return count
+
+
+def _previous_xid(xids: list[Symptom], sym: Symptom, code: Optional[int]) -> Optional[Symptom]:
+    best: Optional[Symptom] = None
+    for other in xids:
+        if other is sym or other.node != sym.node or other.gpu != sym.gpu or other.fields.get("code") in (45, 154):
+            continue
+        if code is not None and other.fields.get("code") != code:
+            continue
+        if _not_after(other.time, sym.time) and (best is None or Symptom.sort_key(other) > Symptom.sort_key(best)):
+            best = other
+    return best
+
+
+def _not_after(a: Optional[datetime], b: Optional[datetime]) -> bool:
+    return a is None or b is None or a <= b
+
+
+@rule("refine.app_errors_explained_by_hardware")
+def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
+    """A CUDA/application error on a node where a hardware fault happened shortly before is a
+    consequence of that fault: it becomes a cascade supporting it."""
+    hardware = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure"
+                and s.evidence and s.evidence[0].source == "kernel" and s.strength >= 60]
+    count = 0
+    for sym in ctx.active():
+        if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
+            continue
+        if sym.kind not in ("cuda_error", "python_exception", "bus_error"):
+            continue
+        cause = _hardware_before(ctx, hardware, sym)
+        if cause is not None:
+            sym.role, sym.supports = "cascade", cause.id
+            sym.notes.append(f"explained by {cause.kind} on {cause.node} ({cause.id})")
+            count += 1
+    return count
+
+
+def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom) -> Optional[Symptom]:
+    skew = ctx.tolerance(ctx.settings.skew_s)
+    for cause in sorted(hardware, key=Symptom.sort_key):
+        if cause.node != sym.node:
+            continue
+        if cause.time is None or sym.time is None or cause.time <= sym.time + skew:
+            return cause
+    return None
+
+
+@rule("refine.network_peer")
+def network_peer(ctx: EngineContext, rule_: Rule) -> int:
+    """An NCCL/IB error that names a peer points at that node; the error itself is a cascade on the
+    node that printed it."""
+    count = 0
+    for sym in ctx.active():
+        peer = sym.fields.get("peer_node")
+        if sym.kind == "nccl_ib_completion_error" and isinstance(peer, str):
+            sym.notes.append(f"the peer named in the error is {peer}")
+            count += 1
+    return count
+
+
+def _strongest_first(symptoms: list[Symptom]) -> list[Symptom]:
+    return sorted(symptoms, key=lambda s: (-s.strength, *Symptom.sort_key(s)))
+
+
+@rule("refine.select_root")
+def select_root(ctx: EngineContext, rule_: Rule) -> int:
+    """Choose the leading root candidates.
+
+    The earliest candidate leads, except that a stronger candidate (by more than
+    ``params.override_margin``) that follows within the clock-skew tolerance takes the lead:
+    a kernel fault and the CUDA error it causes can be logged out of order. Candidates on other
+    nodes of the same strength tier within ``ambiguity_s`` of the leader and not explained by it
+    stay as co-leaders (the verdict is then ambiguous).
+    """
+    candidates = [s for s in ctx.active() if s.role == "candidate" and s.supports is None]
+    if not candidates:
+        return 0
+    timed = sorted((s for s in candidates if s.time is not None), key=Symptom.sort_key)
+    margin = int(rule_.params.get("override_margin", 15))
+    if timed:
+        leader = timed[0]
+        horizon = leader.time + ctx.tolerance(ctx.settings.skew_s)  # type: ignore[operator]
+        close = [s for s in timed if s.time is not None and s.time <= horizon]
+        strongest = _strongest_first(close)[0]
+        if strongest.strength > leader.strength + margin:
+            leader = strongest
+    else:
+        leader = _strongest_first(candidates)[0]
+    leaders = [leader, *_co_leaders(ctx, leader, timed, int(rule_.params.get("tier_width", 10)))]
+    for sym in leaders:
+        sym.fields["leading"] = True
+    ctx.leaders = leaders
+    return len(leaders)
+
+
+def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier: int) -> list[Symptom]:
+    if leader.time is None:
+        return []
+    window = ctx.tolerance(ctx.settings.ambiguity_s)
+    out: list[Symptom] = []
+    seen_nodes = {leader.node}
+    for sym in timed:
+        if sym is leader or sym.node in seen_nodes or sym.time is None:
+            continue
+        if sym.node is None or leader.responsible != "infrastructure" or sym.responsible != "infrastructure":
+            continue
+        if abs(sym.time - leader.time) <= window and sym.strength >= leader.strength - tier:
+            out.append(sym)
+            seen_nodes.add(sym.node)
+    return out
+
+
+@rule("refine.demote_cascades")
+def demote_cascades(ctx: EngineContext, rule_: Rule) -> int:
+    """Every other cascade and candidate becomes a supporting symptom of the (first) leader."""
+    if not ctx.leaders:
+        return 0
+    root = ctx.leaders[0]
+    count = 0
+    for sym in ctx.active():
+        if sym in ctx.leaders or sym.role not in ("candidate", "cascade") or sym.supports:
+            continue
+        sym.supports = root.id
+        if sym.role == "candidate":
+            sym.notes.append(f"a later or weaker candidate than {root.id}")
+        count += 1
+    return count

@@ -1,0 +1,53 @@
+"""Registries of the Python parts of rules: rule implementations and line decoders.
+
+A Python rule is registered under the id of its YAML file; the loader refuses a YAML rule that
+names a missing implementation, and the linter flags an implementation without a YAML file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from .context import EngineContext
+    from ..model import Symptom
+    from ..ruleset import Rule
+    from ..scan import Line
+
+RuleImpl = Callable[["EngineContext", "Rule"], int]
+Decoder = Callable[["EngineContext", "Symptom", "Line", dict[str, Any]], bool]
+
+RULES: dict[str, RuleImpl] = {}
+DECODERS: dict[str, Decoder] = {}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def rule(rule_id: str) -> Callable[[F], F]:
+    """Register the implementation of the YAML rule ``rule_id``. It returns how many symptoms
+    it changed (0 means it did not fire)."""
+
+    def wrap(func: F) -> F:
+        if rule_id in RULES:
+            raise ValueError(f"rule implementation '{rule_id}' registered twice")
+        RULES[rule_id] = func
+        return func
+
+    return wrap
+
+
+def decoder(name: str) -> Callable[[F], F]:
+    """Register a line decoder that refines a freshly extracted symptom; returning False drops it."""
+
+    def wrap(func: F) -> F:
+        if name in DECODERS:
+            raise ValueError(f"decoder '{name}' registered twice")
+        DECODERS[name] = func
+        return func
+
+    return wrap
+
+
+def load_all() -> None:
+    """Import the modules that register implementations and decoders."""
+    from . import decoders, filters, outcome, refine  # noqa: F401

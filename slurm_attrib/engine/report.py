@@ -1,0 +1,104 @@
+"""Phase 4, report: assemble the Diagnosis from the decided outcome, in a stable order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional
+
+from ..model import Coverage, Diagnosis, EvidenceRef, RuleFired, Symptom
+from .context import EngineContext
+
+CONNECTORS = ("kernel_log", "app_log", "gpu_metrics", "sacct", "job_facts")
+
+
+def build_diagnosis(ctx: EngineContext, engine_version: str) -> Diagnosis:
+    outcome = ctx.outcome
+    root = outcome.root
+    supporting = _supporting(ctx, root)
+    evidence = _evidence_chain(root, outcome.candidates, supporting, ctx.settings.max_evidence)
+    return Diagnosis(
+        job=ctx.job,
+        status=outcome.status,
+        category=outcome.category,
+        responsible=outcome.responsible,
+        root_cause=root,
+        culprit_nodes=sorted(outcome.culprit_nodes),
+        supporting=supporting,
+        candidates=sorted(outcome.candidates, key=Symptom.sort_key),
+        evidence=evidence,
+        rules_fired=_fired(ctx),
+        coverage=_coverage(ctx),
+        recommended_actions=list(outcome.actions),
+        ruleset=ctx.ruleset.describe(),
+        engine_version=engine_version,
+        summary=f"{outcome.status}: {outcome.category}: {outcome.summary}",
+        time_assumptions=sorted(ctx.assumptions),
+        annotations=list(dict.fromkeys(outcome.annotations)),
+    )
+
+
+def _supporting(ctx: EngineContext, root: Optional[Symptom]) -> list[Symptom]:
+    """Symptoms that support the root (directly or through a chain), at most N per (kind, node);
+    the count of the rest goes into the first one's ``fields.similar_omitted``."""
+    if root is None:
+        return []
+    by_id = {s.id: s for s in ctx.symptoms}
+    chosen: list[Symptom] = []
+    groups: dict[tuple[str, str], list[Symptom]] = defaultdict(list)
+    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+        if sym is not root and _supports(sym, root, by_id):
+            groups[(sym.kind, sym.node or "")].append(sym)
+    limit = ctx.settings.supporting_per_group
+    for members in groups.values():
+        kept = members[:limit]
+        if len(members) > limit:
+            kept[0].fields["similar_omitted"] = len(members) - limit
+        chosen.extend(kept)
+    return sorted(chosen, key=Symptom.sort_key)
+
+
+def _supports(sym: Symptom, root: Symptom, by_id: dict[str, Symptom]) -> bool:
+    seen = set()
+    current: Optional[Symptom] = sym
+    while current is not None and current.supports and current.supports not in seen:
+        if current.supports == root.id:
+            return True
+        seen.add(current.supports)
+        current = by_id.get(current.supports)
+    return False
+
+
+def _evidence_chain(root: Optional[Symptom], candidates: list[Symptom], supporting: list[Symptom],
+                    limit: int) -> list[EvidenceRef]:
+    ordered: list[EvidenceRef] = []
+    for sym in ([root] if root else []) + sorted(candidates, key=Symptom.sort_key) + supporting:
+        ordered.extend(sym.evidence)
+    unique = list(dict.fromkeys(ordered))
+    head = unique[:1]
+    rest = sorted(unique[1:], key=lambda e: (e.time is None, e.time.timestamp() if e.time else 0.0, e.file,
+                                             e.line))
+    return (head + rest)[:limit]
+
+
+def _fired(ctx: EngineContext) -> list[RuleFired]:
+    out = []
+    for rule in ctx.ruleset.rules:
+        if ctx.fired.get(rule.id):
+            out.append(RuleFired(id=rule.id, version=rule.version, phase=rule.phase, count=ctx.fired[rule.id]))
+    return out
+
+
+def _coverage(ctx: EngineContext) -> list[Coverage]:
+    for name in CONNECTORS:
+        ctx.coverage_for(name)
+    out = []
+    for name in sorted(ctx.coverage):
+        cov = ctx.coverage[name]
+        if cov.state == "skipped" and cov.files:
+            cov.state = "ok" if cov.lines else "empty"
+            if any("cannot read" in n or "read stopped" in n for n in cov.notes):
+                cov.state = "error" if not cov.lines else "ok"
+        if cov.state == "skipped" and not cov.reason:
+            cov.reason = "no files of this kind in the bundle"
+        out.append(cov)
+    return out

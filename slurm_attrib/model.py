@@ -1,0 +1,298 @@
+"""The domain objects: job facts, evidence references, symptoms, coverage and the Diagnosis.
+
+Everything here is plain data. ``to_dict`` methods give the canonical JSON shape of DESIGN.md §5;
+ordering is decided by the engine, never by dict or set iteration order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+
+CATEGORIES = (
+    "gpu_hardware",
+    "gpu_memory",
+    "nvlink",
+    "network",
+    "node_failure",
+    "storage",
+    "host_oom",
+    "gpu_oom",
+    "application",
+    "job_limit",
+    "preempted",
+    "cancelled",
+    "unknown",
+)
+RESPONSIBLE = ("infrastructure", "workload", "scheduler", "unknown")
+STATUSES = ("attributed", "ambiguous", "unattributed")
+ROLES = ("candidate", "cascade", "teardown", "context")
+COVERAGE_STATES = ("ok", "empty", "error", "timeout", "skipped", "missing")
+
+# Evidence sources: which part of the bundle a line came from.
+SOURCE_KERNEL = "kernel"
+SOURCE_APP = "app"
+SOURCE_SCHEDULER = "scheduler"
+SOURCE_METRICS = "metrics"
+
+RAW_LINE_CAP = 2048  # characters of a raw line kept as evidence; the offset points at the rest
+
+
+def iso(dt: Optional[datetime]) -> Optional[str]:
+    """The project's canonical time string (UTC, microseconds, 'Z'), or None."""
+    if dt is None:
+        return None
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One job step as sacct reports it."""
+
+    id: str
+    state: str
+    exit_code: str
+    nodes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "state": self.state, "exit_code": self.exit_code, "nodes": list(self.nodes)}
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """The facts of job.yaml (DESIGN.md §3), normalised."""
+
+    job_id: str
+    cluster: str = ""
+    user: str = ""
+    partition: str = ""
+    nodes: tuple[str, ...] = ()
+    start: Optional[datetime] = None
+    end: Optional[datetime] = None
+    state: str = ""
+    exit_code: str = "0:0"
+    derived_exit_code: str = "0:0"
+    ranks: tuple[tuple[int, str], ...] = ()
+    steps: tuple[Step, ...] = ()
+    addresses: tuple[tuple[str, str], ...] = ()  # (address, node)
+    node_bundles: tuple[tuple[str, str], ...] = ()  # (node, ok|missing|error)
+    timezone: str = "UTC"
+    restart_count: int = 0
+    array_job_id: str = ""
+    array_task_id: str = ""
+
+    def rank_node(self, rank: int) -> Optional[str]:
+        for r, node in self.ranks:
+            if r == rank:
+                return node
+        return None
+
+    def node_for_address(self, address: str) -> Optional[str]:
+        for addr, node in self.addresses:
+            if addr == address:
+                return node
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "cluster": self.cluster,
+            "user": self.user,
+            "partition": self.partition,
+            "nodes": list(self.nodes),
+            "start": iso(self.start),
+            "end": iso(self.end),
+            "state": self.state,
+            "exit_code": self.exit_code,
+            "derived_exit_code": self.derived_exit_code,
+            "steps": [s.to_dict() for s in self.steps],
+            "restart_count": self.restart_count,
+            "array_job_id": self.array_job_id,
+            "array_task_id": self.array_task_id,
+        }
+
+
+@dataclass(frozen=True)
+class EvidenceRef:
+    """Where a symptom's raw line is: file inside the bundle, 1-based line, byte offset."""
+
+    source: str
+    node: Optional[str]
+    file: str
+    line: int
+    offset: int
+    time: Optional[datetime]
+    raw: str
+
+    def sort_key(self) -> tuple[str, int]:
+        return (self.file, self.line)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "node": self.node,
+            "file": self.file,
+            "line": self.line,
+            "offset": self.offset,
+            "time": iso(self.time),
+            "raw": self.raw,
+        }
+
+
+@dataclass
+class Symptom:
+    """A fact extracted from evidence by one rule, with its role decided by later phases."""
+
+    kind: str
+    rule_id: str
+    node: Optional[str]
+    time: Optional[datetime]
+    evidence: list[EvidenceRef]
+    gpu: Optional[str] = None
+    rank: Optional[int] = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    role: str = "context"
+    category: str = "unknown"
+    responsible: str = "unknown"
+    strength: int = 0
+    summary: str = ""
+    actions: tuple[str, ...] = ()
+    id: str = ""
+    dropped: Optional[str] = None  # why the filter phase ruled it out, or None
+    supports: Optional[str] = None  # id of the root symptom this one is a consequence of
+    notes: list[str] = field(default_factory=list)
+
+    def sort_key(self) -> tuple[Any, ...]:
+        """Stable order: time (unknown last), node, evidence position, rule."""
+        first = self.evidence[0] if self.evidence else None
+        return (
+            self.time is None,
+            self.time.timestamp() if self.time else 0.0,
+            self.node or "",
+            first.file if first else "",
+            first.line if first else 0,
+            self.rule_id,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "rule": self.rule_id,
+            "node": self.node,
+            "gpu": self.gpu,
+            "rank": self.rank,
+            "time": iso(self.time),
+            "role": self.role,
+            "category": self.category,
+            "responsible": self.responsible,
+            "strength": self.strength,
+            "summary": self.summary,
+            "fields": self.fields,
+            "evidence": [e.to_dict() for e in self.evidence],
+        }
+        if self.supports:
+            out["supports"] = self.supports
+        if self.dropped:
+            out["dropped"] = self.dropped
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass
+class Coverage:
+    """What one connector (evidence source) contributed, for the coverage report."""
+
+    connector: str
+    state: str
+    reason: str = ""
+    files: int = 0
+    lines: int = 0
+    bytes: int = 0
+    symptoms: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "connector": self.connector,
+            "state": self.state,
+            "reason": self.reason,
+            "files": self.files,
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "symptoms": self.symptoms,
+            "notes": sorted(set(self.notes)),
+        }
+
+
+@dataclass(frozen=True)
+class RuleFired:
+    """A rule that changed the outcome: extracted, filtered or decided something."""
+
+    id: str
+    version: int
+    phase: str
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "version": self.version, "phase": self.phase, "count": self.count}
+
+
+@dataclass
+class Diagnosis:
+    """The verdict on one job: DESIGN.md §5."""
+
+    job: JobFacts
+    status: str
+    category: str
+    responsible: str
+    root_cause: Optional[Symptom]
+    culprit_nodes: list[str]
+    supporting: list[Symptom]
+    candidates: list[Symptom]
+    evidence: list[EvidenceRef]
+    rules_fired: list[RuleFired]
+    coverage: list[Coverage]
+    recommended_actions: list[str]
+    ruleset: dict[str, Any]
+    engine_version: str
+    summary: str
+    time_assumptions: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
+
+    @property
+    def culprit_gpu(self) -> Optional[str]:
+        return self.root_cause.gpu if self.root_cause else None
+
+    def to_dict(self) -> dict[str, Any]:
+        root = self.root_cause
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "job": self.job.to_dict(),
+            "status": self.status,
+            "category": self.category,
+            "responsible": self.responsible,
+            "summary": self.summary,
+            "root_cause": _root_dict(root) if root else None,
+            "culprit_nodes": list(self.culprit_nodes),
+            "supporting_symptoms": [s.to_dict() for s in self.supporting],
+            "candidates": [_root_dict(c) for c in self.candidates],
+            "evidence": [e.to_dict() for e in self.evidence],
+            "rules_fired": [r.to_dict() for r in self.rules_fired],
+            "coverage": [c.to_dict() for c in self.coverage],
+            "recommended_actions": list(self.recommended_actions),
+            "time_assumptions": list(self.time_assumptions),
+            "annotations": list(self.annotations),
+            "ruleset": dict(self.ruleset),
+            "engine_version": self.engine_version,
+        }
+
+
+def _root_dict(sym: Symptom) -> dict[str, Any]:
+    out = sym.to_dict()
+    out["line"] = sym.summary
+    return out

@@ -1,0 +1,119 @@
+"""Rule fixtures: every rule ships positive and negative examples, run as ``rules test``.
+
+A fixture is either a bundle directory or a YAML file with an inline bundle::
+
+    job: {job_id: "1", nodes: [node-01], state: FAILED}
+    files:
+      syslog/node-01.log: |
+        ... raw lines ...
+    facts: {node-01: {driver_version: "550.54.15"}}
+    expect:                      # optional, positive fixtures of extract rules
+      fields: {code: 79}         # a symptom of this rule has these field values
+      role: candidate
+
+A positive fixture passes when the rule fires (and a symptom meets ``expect``); a negative one
+passes when the rule does not fire.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .engine import Engine
+from .ruleset import Rule
+
+
+@dataclass(frozen=True)
+class FixtureResult:
+    rule_id: str
+    kind: str  # positive | negative
+    path: str
+    passed: bool
+    detail: str
+
+
+def fixture_paths(root: Path, rule_id: str, kind: str) -> list[Path]:
+    folder = root / rule_id / kind
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() or p.suffix in (".yaml", ".yml"))
+
+
+def materialise(fixture: Path, target: Path) -> Path:
+    """Write an inline YAML fixture out as a bundle directory; a directory fixture is used as is."""
+    if fixture.is_dir():
+        return fixture
+    spec = yaml.safe_load(fixture.read_text(encoding="utf-8")) or {}
+    (target / "job.yaml").write_text(yaml.safe_dump(spec.get("job") or {}, sort_keys=True), encoding="utf-8")
+    for rel, content in sorted((spec.get("files") or {}).items()):
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        path.write_bytes(data)
+    for node, facts in sorted((spec.get("facts") or {}).items()):
+        (target / "facts").mkdir(exist_ok=True)
+        (target / "facts" / f"{node}.yaml").write_text(yaml.safe_dump(facts, sort_keys=True), encoding="utf-8")
+    return target
+
+
+def expectation(fixture: Path) -> dict[str, Any]:
+    if fixture.is_dir():
+        path = fixture / "expect.yaml"
+        return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
+    spec = yaml.safe_load(fixture.read_text(encoding="utf-8")) or {}
+    return dict(spec.get("expect") or {})
+
+
+def run_fixture(engine: Engine, rule: Rule, fixture: Path, kind: str) -> FixtureResult:
+    with tempfile.TemporaryDirectory(prefix="slurm-attrib-fixture-") as tmp:
+        bundle = materialise(fixture, Path(tmp))
+        ctx = engine.run(bundle)
+    fired = ctx.fired.get(rule.id, 0)
+    if kind == "negative":
+        ok = fired == 0
+        return FixtureResult(rule.id, kind, str(fixture), ok, "" if ok else f"rule fired {fired} time(s)")
+    if not fired:
+        return FixtureResult(rule.id, kind, str(fixture), False, "rule did not fire")
+    expect = expectation(fixture)
+    problem = _check_expect(expect, [s for s in ctx.symptoms if s.rule_id == rule.id], ctx)
+    return FixtureResult(rule.id, kind, str(fixture), problem is None, problem or "")
+
+
+def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Optional[str]:
+    outcome = expect.get("outcome")
+    if isinstance(outcome, dict):
+        for key, wanted in outcome.items():
+            got = getattr(ctx.outcome, key, None)
+            if got != wanted:
+                return f"outcome.{key}: expected {wanted!r}, got {got!r}"
+    wanted_fields = expect.get("fields") or {}
+    attrs = {k: v for k, v in expect.items() if k in ("role", "category", "responsible", "kind", "node", "gpu",
+                                                        "rank", "dropped")}
+    if not wanted_fields and not attrs:
+        return None
+    for sym in symptoms:
+        if all(sym.fields.get(k) == v for k, v in wanted_fields.items()) and all(
+                (bool(sym.dropped) if k == "dropped" else getattr(sym, k)) == v for k, v in attrs.items()):
+            return None
+    seen = [{"fields": {k: s.fields.get(k) for k in wanted_fields}, **{k: getattr(s, k) for k in attrs}}
+            for s in symptoms[:3]]
+    return f"no symptom of this rule matches {expect}; saw {seen}"
+
+
+def run_all(engine: Engine, root: Path, only: Optional[str] = None) -> list[FixtureResult]:
+    results: list[FixtureResult] = []
+    for rule in engine.ruleset.rules:
+        if only and rule.id != only:
+            continue
+        for kind in ("positive", "negative"):
+            paths = fixture_paths(root, rule.id, kind)
+            if not paths:
+                results.append(FixtureResult(rule.id, kind, str(root / rule.id / kind), False, "missing fixture"))
+            for path in paths:
+                results.append(run_fixture(engine, rule, path, kind))
+    return results

@@ -1,0 +1,254 @@
+"""Streaming, prefiltered scanning of evidence files.
+
+A file is read in fixed-size blocks; a multi-pattern prefilter (literal anchors of every rule of
+that source) finds candidate positions in each block, and only the lines holding a hit are decoded
+and handed to the rules. Memory is bounded by the block size, the look-ahead window and the cap on
+one line, never by the file size. Lines longer than :data:`MAX_LINE_BYTES` are cut there; the rest
+of such a line is skipped and counted. Gzip-compressed (rotated) logs are read transparently.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import io
+import os
+import re
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Callable, Optional, Protocol
+
+BLOCK_BYTES = 1 << 20
+LOOKAHEAD_BYTES = 64 << 10
+MAX_LINE_BYTES = 1 << 20
+LOOKBACK_BYTES = 64 << 10
+MAX_TEXT_CHARS = 64 << 10  # what the detailed regexes see of one line
+
+
+class Prefilter(Protocol):
+    """Finds candidate positions of any anchor in a block of bytes."""
+
+    def positions(self, data: bytes, start: int, end: int) -> Iterator[int]: ...
+
+
+class RegexPrefilter:
+    """The pure-``re`` prefilter: one alternation of the escaped literal anchors."""
+
+    def __init__(self, anchors: Sequence[bytes]) -> None:
+        ordered = sorted(set(anchors), key=lambda a: (-len(a), a))
+        self._pattern = re.compile(b"|".join(re.escape(a) for a in ordered)) if ordered else None
+
+    def positions(self, data: bytes, start: int, end: int) -> Iterator[int]:
+        if self._pattern is None:
+            return
+        for match in self._pattern.finditer(data, start, end):
+            yield match.start()
+
+
+@dataclass
+class ScanStats:
+    """What reading one file saw, for the coverage report."""
+
+    bytes: int = 0
+    lines: int = 0
+    hits: int = 0
+    cut_lines: int = 0
+    nul_bytes: int = 0
+    error: str = ""
+
+
+@dataclass
+class Line:
+    """A line that holds at least one anchor hit, with access to its neighbourhood."""
+
+    text: str
+    lineno: int
+    offset: int
+    _buf: bytes = field(repr=False, default=b"")
+    _start: int = field(repr=False, default=0)
+    _end: int = field(repr=False, default=0)
+
+    def following(self, limit: int = 50) -> list[str]:
+        """Up to ``limit`` lines after this one (within the look-ahead window)."""
+        out: list[str] = []
+        pos = self._end + 1
+        while len(out) < limit and pos < len(self._buf):
+            nl = self._buf.find(b"\n", pos)
+            stop = len(self._buf) if nl < 0 else nl
+            out.append(decode(self._buf[pos:stop]))
+            if nl < 0:
+                break
+            pos = nl + 1
+        return out
+
+    def preceding(self, limit: int = 200) -> Iterator[str]:
+        """Lines before this one, nearest first, within the look-back window."""
+        floor = max(0, self._start - LOOKBACK_BYTES)
+        stop = self._start - 1
+        count = 0
+        while stop > floor and count < limit:
+            begin = self._buf.rfind(b"\n", floor, stop) + 1
+            if begin <= floor and floor > 0:
+                return
+            yield decode(self._buf[begin:stop])
+            count += 1
+            stop = begin - 1
+
+
+def decode(raw: bytes) -> str:
+    """Bytes of one line to text: invalid UTF-8 and NUL become U+FFFD, CR is dropped."""
+    text = raw[:MAX_TEXT_CHARS * 4].decode("utf-8", errors="replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    return text.rstrip("\r")[:MAX_TEXT_CHARS]
+
+
+def open_evidence(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open an evidence file for reading without following a symlink at its last component."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{os.fspath(path)}: not a regular file")
+        handle: IO[bytes] = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    if str(path).endswith(".gz"):
+        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+    return handle
+
+
+def scan_stream(stream: IO[bytes], prefilter: Prefilter, on_line: Callable[[Line], None],
+                stats: Optional[ScanStats] = None) -> ScanStats:
+    """Read ``stream`` block by block and call ``on_line`` once for every line with an anchor hit."""
+    st = stats or ScanStats()
+    for seg in _BlockReader(stream, st).segments():
+        _emit_hits(seg, prefilter, on_line, st)
+    return st
+
+
+@dataclass
+class _Segment:
+    """buf[begin:end] holds whole lines to scan; before it a look-back, after it a look-ahead."""
+
+    buf: bytes
+    begin: int
+    end: int
+    base_offset: int  # file offset of buf[0], not counting cut bytes
+    first_line: int  # line number of buf[begin]
+    skips: list[tuple[int, int]]  # (buffer index, bytes cut before it, cumulative)
+
+    def offset_of(self, index: int) -> int:
+        extra = 0
+        if self.skips:
+            at = bisect.bisect_right([s[0] for s in self.skips], index) - 1
+            extra = self.skips[at][1] if at >= 0 else 0
+        return self.base_offset + index + extra
+
+
+def _emit_hits(seg: _Segment, prefilter: Prefilter, on_line: Callable[[Line], None], st: ScanStats) -> None:
+    buf, last_line_end = seg.buf, -1
+    count_pos, count_line = seg.begin, seg.first_line
+    for pos in prefilter.positions(buf, seg.begin, seg.end):
+        if pos <= last_line_end:
+            continue  # another anchor on a line already handled
+        start = buf.rfind(b"\n", seg.begin, pos) + 1 or seg.begin
+        start = max(start, seg.begin)
+        stop = buf.find(b"\n", pos, seg.end)
+        stop = seg.end if stop < 0 else stop
+        count_line += buf.count(b"\n", count_pos, start)
+        count_pos = start
+        st.hits += 1
+        on_line(Line(text=decode(buf[start:stop]), lineno=count_line, offset=seg.offset_of(start),
+                     _buf=buf, _start=start, _end=stop))
+        last_line_end = stop
+
+
+class _BlockReader:
+    """Cuts a stream into segments of whole lines, keeping a look-back and a look-ahead window
+    around each and cutting any line that grows past MAX_LINE_BYTES."""
+
+    def __init__(self, stream: IO[bytes], stats: ScanStats) -> None:
+        self._stream = stream
+        self._st = stats
+        self._skipping = False
+
+    def segments(self) -> Iterator[_Segment]:
+        buf, begin, base_offset, line = b"", 0, 0, 1
+        skips: list[tuple[int, int]] = []
+        eof = False
+        while not eof:
+            data = self._read()
+            eof = not data
+            if data:
+                buf, skips = self._append(buf, data, skips)
+            if eof:
+                end = len(buf)
+            else:
+                end = buf.rfind(b"\n", begin, max(begin, len(buf) - LOOKAHEAD_BYTES))
+                if end < 0:
+                    continue
+            yield _Segment(buf, begin, end, base_offset, line, skips)
+            consumed = min(len(buf), end + 1)
+            lines = buf.count(b"\n", begin, consumed)
+            self._st.lines += lines
+            line += lines
+            keep_from = buf.find(b"\n", max(0, consumed - LOOKBACK_BYTES), consumed) + 1
+            keep_from = min(keep_from, consumed) if keep_from > 0 else 0
+            dropped = _cut_before(skips, keep_from)
+            base_offset += keep_from + dropped
+            buf = buf[keep_from:]
+            begin = consumed - keep_from
+            skips = [(i - keep_from, d - dropped) for i, d in skips if i >= keep_from]
+        if len(buf) > begin and not buf.endswith(b"\n"):
+            self._st.lines += 1
+
+    def _read(self) -> bytes:
+        try:
+            data = self._stream.read(BLOCK_BYTES)
+        except (OSError, EOFError) as exc:  # truncated gzip, I/O error
+            self._st.error = f"read stopped: {exc}"
+            return b""
+        self._st.bytes += len(data)
+        self._st.nul_bytes += data.count(b"\x00")
+        return data
+
+    def _append(self, buf: bytes, data: bytes,
+                skips: list[tuple[int, int]]) -> tuple[bytes, list[tuple[int, int]]]:
+        total = skips[-1][1] if skips else 0
+        if self._skipping:
+            nl = data.find(b"\n")
+            total += len(data) if nl < 0 else nl
+            skips = _set_skip(skips, len(buf), total)
+            if nl < 0:
+                return buf, skips
+            self._skipping = False
+            data = data[nl:]
+        buf += data
+        tail = buf.rfind(b"\n") + 1
+        if len(buf) - tail > MAX_LINE_BYTES:
+            total += len(buf) - tail - MAX_LINE_BYTES
+            buf = buf[: tail + MAX_LINE_BYTES]
+            self._skipping = True
+            self._st.cut_lines += 1
+            skips = _set_skip(skips, len(buf), total)
+        return buf, skips
+
+
+def _set_skip(skips: list[tuple[int, int]], index: int, total: int) -> list[tuple[int, int]]:
+    return [s for s in skips if s[0] != index] + [(index, total)]
+
+
+def _cut_before(skips: list[tuple[int, int]], index: int) -> int:
+    """Bytes cut before buffer ``index`` (the cumulative count of the last skip at or before it)."""
+    total = 0
+    for at, cut in skips:
+        if at <= index:
+            total = cut
+    return total
+
+
+def scan_bytes(data: bytes, prefilter: Prefilter, on_line: Callable[[Line], None]) -> ScanStats:
+    """Scan an in-memory buffer (tests, fixtures)."""
+    return scan_stream(io.BytesIO(data), prefilter, on_line)

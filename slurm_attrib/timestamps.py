@@ -1,0 +1,401 @@
+"""Deterministic timestamp parsing for kernel and application log lines.
+
+Every stamp is resolved to an aware UTC datetime without consulting the clock, the machine's local
+zone or the locale; whatever had to be assumed to get there (year, zone, boot time) is recorded as a
+sorted tuple of plain strings so that results are reproducible and explainable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Optional
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = [
+    "PREFIX_LIMIT",
+    "ParsedStamp",
+    "TimeContext",
+    "format_utc",
+    "parse_iso",
+    "parse_line_time",
+    "zone_from_name",
+]
+
+PREFIX_LIMIT = 256
+"""Only this many leading characters of a line are examined, so cost does not grow with line length."""
+
+_UTC = timezone.utc
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1
+    )
+}
+_UTC_NAMES = frozenset({"UTC", "Z", "GMT"})
+
+
+@dataclass(frozen=True)
+class TimeContext:
+    """What is needed to resolve stamps that lack a year, a zone, or are uptimes."""
+
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    zone: tzinfo = _UTC
+    zone_name: str = "UTC"
+    boot_time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ParsedStamp:
+    """The time found at the start of one log line, the rest of the line, and how it was resolved."""
+
+    time: datetime | None
+    message: str
+    fmt: str
+    host: str | None
+    uptime: float | None
+    assumptions: tuple[str, ...]
+
+
+# --- regular expressions (compiled once) -------------------------------------------------------------
+
+_LEAD = r"^[ \t]*"
+_END = r"(?=[ \t]|\Z)[ \t]*"
+_DATE = r"(?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})"
+_CLOCK = r"(?P<H>\d{2}):(?P<Mi>\d{2}):(?P<S>\d{2})"
+_DOT_FRAC = r"(?:\.(?P<f>\d+))?"
+_ANY_FRAC = r"(?:[.,](?P<f>\d+))?"
+_OFFSET = r"(?P<off>[Zz]|[+-]\d{2}(?::?\d{2})?)"
+_MONTH_DAY = r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2})"
+_TAG = r"[^\s:\[\]]+(?:\[\d+\])?"
+_UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
+_HOST_TAG = rf"(?P<host>\S+) (?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
+_RANK = r"(?:\[[A-Za-z]*\d+\]:){0,2}"
+_LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \t]"
+
+_RE_DMESG_UPTIME = re.compile(_LEAD + _UPTIME)
+_RE_DMESG_CTIME = re.compile(
+    _LEAD + r"\[[A-Z][a-z]{2} " + _MONTH_DAY + " " + _CLOCK + r" (?P<Y>\d{4})\][ \t]*"
+)
+_RE_BRACKET_ISO = re.compile(_LEAD + r"\[" + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + r"?\][ \t]*")
+_RE_GLOG = re.compile(
+    _LEAD
+    + _RANK
+    + r"\[?(?P<sev>[IWEF])(?P<mo>\d{1,2})(?P<d>\d{2}) +"
+    + _CLOCK
+    + r"\.(?P<f>\d+)(?: +\d+)? +[^\s\]]+:\d+\][ \t]*"
+)
+_RE_GLOG_NOTIME = re.compile(_LEAD + _RANK + r"\[[IWEF] [^\s\]]+:\d+\][ \t]*")
+_RE_TALOS = re.compile(
+    _LEAD + r"(?P<host>\S+): [a-z]+: +[a-z]+: \[" + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET
+    + r"\]:[ \t]*"
+)
+_RE_DMESG_ISO = re.compile(
+    _LEAD + r"(?:[a-z]+ *: *[a-z]+ *: +)?" + _DATE + "T" + _CLOCK + r",(?P<f>\d+)" + _OFFSET + _END
+)
+_RE_ISO_HOST = re.compile(
+    _LEAD + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET + " (?!" + _LEVEL_WORD + ")" + _HOST_TAG
+)
+_RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" + _END)
+_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?" + _END)
+_RE_RFC3164 = re.compile(
+    _LEAD + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" (?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
+)
+
+_RE_ISO_FULL = re.compile(
+    r"[ \t]*" + _DATE + r"[Tt ](?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2})(?:[.,](?P<f>\d+))?)?"
+    + _OFFSET + r"?[ \t]*\Z"
+)
+_RE_OFFSET = re.compile(r"(?P<sign>[+-])(?P<hh>\d{2})(?::?(?P<mm>\d{2}))?\Z")
+
+
+# --- small helpers ------------------------------------------------------------------------------------
+
+
+def format_utc(dt: datetime) -> str:
+    """Render ``dt`` as the project's canonical ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive means UTC)."""
+    u = _as_utc(dt)
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
+        f".{u.microsecond:06d}Z"
+    )
+
+
+def _iso_z(dt: datetime) -> str:
+    """Short ISO form with 'Z' for assumption notes: fraction only when non-zero."""
+    text = format_utc(dt)
+    return text[:19] + "Z" if text.endswith(".000000Z") else text
+
+
+def _as_utc(dt: datetime) -> datetime:
+    """Convert an aware datetime to UTC; a naive one is taken to be UTC already (never local time)."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        return dt.replace(tzinfo=_UTC)
+    return dt.astimezone(_UTC)
+
+
+def _micros(fraction: str | None) -> int:
+    """Decimal fraction digits to microseconds, truncating anything finer (nanoseconds)."""
+    return int((fraction or "").ljust(6, "0")[:6])
+
+
+def _offset_zone(text: str) -> tzinfo | None:
+    """A fixed zone for 'Z', '+HH', '+HHMM' or '+HH:MM'; None when out of range."""
+    if text in ("Z", "z"):
+        return _UTC
+    m = _RE_OFFSET.match(text)
+    if m is None:
+        return None
+    hours, minutes = int(m["hh"]), int(m["mm"] or 0)
+    if hours > 23 or minutes > 59:
+        return None
+    delta = timedelta(hours=hours, minutes=minutes)
+    if not delta:
+        return _UTC
+    return timezone(-delta if m["sign"] == "-" else delta)
+
+
+def _wall(year: int, month: int, day: int, clock: tuple[int, int, int, int]) -> datetime | None:
+    """A naive wall-clock datetime, or None when any field is out of range."""
+    try:
+        return datetime(year, month, day, *clock)
+    except ValueError:
+        return None
+
+
+def _in_zone(wall: datetime | None, zone: tzinfo) -> datetime | None:
+    """Attach ``zone`` to a wall-clock time and convert to UTC; None if impossible."""
+    if wall is None:
+        return None
+    try:
+        return wall.replace(tzinfo=zone).astimezone(_UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _opt(m: re.Match[str], name: str) -> str | None:
+    """A named group's text, or None when it did not take part or the pattern lacks it."""
+    return m.groupdict().get(name)
+
+
+def _clock(m: re.Match[str]) -> tuple[int, int, int, int]:
+    """Hour, minute, second, microsecond from the named groups of a match."""
+    return int(m["H"]), int(m["Mi"]), int(_opt(m, "S") or 0), _micros(_opt(m, "f"))
+
+
+def _zone_note(ctx: TimeContext) -> str:
+    """The note recorded whenever the context zone stands in for a missing offset."""
+    return f"zone {ctx.zone_name} assumed"
+
+
+def _absolute(m: re.Match[str], ctx: TimeContext) -> tuple[datetime, tuple[str, ...]] | None:
+    """Resolve a match with year, month ``mo`` or name ``mon``, day, clock and optional offset."""
+    name = _opt(m, "mon")
+    month = _MONTHS.get(name, 0) if name is not None else int(m["mo"])
+    wall = _wall(int(m["Y"]), month, int(m["d"]), _clock(m))
+    offset = _opt(m, "off")
+    if offset is None:
+        time = _in_zone(wall, ctx.zone)
+        return None if time is None else (time, (_zone_note(ctx),))
+    zone = _offset_zone(offset)
+    time = None if zone is None else _in_zone(wall, zone)
+    return None if time is None else (time, ())
+
+
+def _window(ctx: TimeContext) -> tuple[datetime, datetime] | None:
+    """The job window as UTC bounds; a single known end stands for both."""
+    start = ctx.window_start if ctx.window_start is not None else ctx.window_end
+    end = ctx.window_end if ctx.window_end is not None else ctx.window_start
+    if start is None or end is None:
+        return None
+    return _as_utc(start), _as_utc(end)
+
+
+def _distance(t: datetime, lo: datetime, hi: datetime) -> timedelta:
+    """How far ``t`` lies outside [lo, hi]; zero inside."""
+    if t < lo:
+        return lo - t
+    if t > hi:
+        return t - hi
+    return timedelta(0)
+
+
+def _yearless(
+    month: int, day: int, clock: tuple[int, int, int, int], ctx: TimeContext
+) -> tuple[datetime | None, tuple[str, ...]] | None:
+    """Pick the year that puts a month/day stamp closest to the job window (ties: earlier year).
+
+    Returns None when the date is invalid in every candidate year (treated as no stamp).
+    """
+    window = _window(ctx)
+    if window is None:
+        return None if _wall(2000, month, day, clock) is None else (None, ("year unknown",))
+    lo, hi = window
+    best: tuple[timedelta, int, datetime] | None = None
+    for year in (lo.year - 1, lo.year, lo.year + 1):
+        time = _in_zone(_wall(year, month, day, clock), ctx.zone)
+        if time is not None and (best is None or _distance(time, lo, hi) < best[0]):
+            best = (_distance(time, lo, hi), year, time)
+    if best is None:
+        return None
+    return best[2], (f"year {best[1]} taken from the job window", _zone_note(ctx))
+
+
+def _stamp(
+    fmt: str,
+    m: re.Match[str],
+    line: str,
+    time: datetime | None,
+    notes: tuple[str, ...] = (),
+    host: str | None = None,
+    uptime: float | None = None,
+) -> ParsedStamp:
+    """Build the result: the message is whatever follows the matched prefix in the full line."""
+    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, tuple(sorted(set(notes))))
+
+
+def _uptime_of(m: re.Match[str]) -> float | None:
+    """The ``[uptime]`` seconds carried by the line, if any."""
+    up = _opt(m, "up")
+    return None if up is None else float(up)
+
+
+# --- one handler per format ---------------------------------------------------------------------------
+
+
+def _h_dmesg_uptime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``[12345.678901] msg``: seconds since boot, absolute only when the boot time is known."""
+    seconds, fraction = m["up"].split(".")
+    if ctx.boot_time is None:
+        return _stamp(
+            "dmesg_uptime", m, line, None, ("uptime not resolved: boot time unknown",), uptime=_uptime_of(m)
+        )
+    boot = _as_utc(ctx.boot_time)
+    time = boot + timedelta(seconds=int(seconds), microseconds=_micros(fraction))
+    note = f"uptime resolved with boot time {_iso_z(boot)}"
+    return _stamp("dmesg_uptime", m, line, time, (note,), uptime=_uptime_of(m))
+
+
+def _absolute_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
+    """Handler for formats that carry a full date and no host (zone from offset or context)."""
+
+    def handle(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+        resolved = _absolute(m, ctx)
+        return None if resolved is None else _stamp(fmt, m, line, resolved[0], resolved[1])
+
+    return handle
+
+
+def _h_talos(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``<ip>: kern: warning: [<RFC 3339>]: msg`` as streamed by talosctl; host is the node address."""
+    resolved = _absolute(m, ctx)
+    return None if resolved is None else _stamp("talos", m, line, resolved[0], resolved[1], host=m["host"])
+
+
+def _h_iso_host(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """ISO stamp + ``host tag:``; a fraction with a colon (or Z) offset is rsyslog's RFC 3339 format."""
+    resolved = _absolute(m, ctx)
+    if resolved is None:
+        return None
+    precise_rfc3339 = m["f"] is not None and (":" in m["off"] or m["off"] in ("Z", "z"))
+    fmt = "rfc3339" if precise_rfc3339 else "journal_short_iso"
+    return _stamp(fmt, m, line, resolved[0], resolved[1], host=m["host"], uptime=_uptime_of(m))
+
+
+def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``Mmm dd HH:MM:SS[.ffffff] host tag: [uptime] msg``: the year comes from the job window."""
+    month = _MONTHS.get(m["mon"])
+    resolved = None if month is None else _yearless(month, int(m["d"]), _clock(m), ctx)
+    if resolved is None:
+        return None
+    fmt = "rfc3164" if m["f"] is None else "journal_short_precise"
+    host = m["host"] if m["host"] is not None else m["bare"]
+    return _stamp(fmt, m, line, resolved[0], resolved[1], host=host, uptime=_uptime_of(m))
+
+
+def _h_glog(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """glog / c10 ``[E1120 10:30:55.201344 tid file:line] msg`` (``MDD`` or ``MMDD``, no year, local time)."""
+    resolved = _yearless(int(m["mo"]), int(m["d"]), _clock(m), ctx)
+    return None if resolved is None else _stamp("glog", m, line, resolved[0], resolved[1])
+
+
+def _h_glog_notime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """Old PyTorch ``[E ProcessGroupNCCL.cpp:455] msg``: recognised, but it carries no time."""
+    return _stamp("glog_notime", m, line, None)
+
+
+_Handler = Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]
+
+# Order matters: bracketed forms first, then the ISO family from most to least specific, then syslog.
+_FORMATS: tuple[tuple[re.Pattern[str], _Handler], ...] = (
+    (_RE_DMESG_UPTIME, _h_dmesg_uptime),
+    (_RE_DMESG_CTIME, _absolute_handler("dmesg_ctime")),
+    (_RE_BRACKET_ISO, _absolute_handler("bracket_iso")),
+    (_RE_GLOG, _h_glog),
+    (_RE_GLOG_NOTIME, _h_glog_notime),
+    (_RE_TALOS, _h_talos),
+    (_RE_DMESG_ISO, _absolute_handler("dmesg_iso")),
+    (_RE_ISO_HOST, _h_iso_host),
+    (_RE_PYTHON_LOGGING, _absolute_handler("python_logging")),
+    (_RE_ISO8601, _absolute_handler("iso8601")),
+    (_RE_RFC3164, _h_rfc3164),
+)
+
+
+# --- public entry points --------------------------------------------------------------------------
+
+
+def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
+    """Find and resolve the timestamp prefix of one log line; never raises.
+
+    Only the first ``PREFIX_LIMIT`` characters are examined. Out-of-range dates count as no stamp.
+    """
+    head = line[:PREFIX_LIMIT]
+    for pattern, handler in _FORMATS:
+        m = pattern.match(head)
+        if m is None or (m.end() == len(head) < len(line)):
+            continue  # no match, or the prefix runs into the cut and cannot be verified
+        try:
+            parsed = handler(m, line, ctx)
+        except (ValueError, OverflowError):
+            parsed = None
+        if parsed is not None:
+            return parsed
+    return ParsedStamp(None, line, "", None, None, ())
+
+
+def parse_iso(text: str, ctx: TimeContext | None = None) -> datetime | None:
+    """Parse an ISO 8601 / RFC 3339 date-time to aware UTC, or None if it is not one.
+
+    Accepts 'T' or space, '.' or ',' fractions (finer than microseconds truncated), 'Z', '+HHMM',
+    '+HH:MM'; a stamp without an offset is taken in ``ctx.zone`` (UTC without a context).
+    """
+    if len(text) > PREFIX_LIMIT:
+        return None
+    m = _RE_ISO_FULL.match(text)
+    if m is None:
+        return None
+    resolved = _absolute(m, ctx if ctx is not None else TimeContext())
+    return None if resolved is None else resolved[0]
+
+
+def zone_from_name(name: str) -> tzinfo:
+    """The zone for 'UTC', an IANA name such as 'Europe/Berlin', or a fixed offset such as '+02:00'.
+
+    Raises ValueError for anything else, so configuration errors surface early.
+    """
+    key = name.strip()
+    if key.upper() in _UTC_NAMES:
+        return _UTC
+    if key[:1] in ("+", "-"):
+        zone = _offset_zone(key)
+        if zone is None:
+            raise ValueError(f"invalid UTC offset: {name!r}")
+        return zone
+    try:
+        return ZoneInfo(key)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(f"unknown time zone: {name!r}") from None

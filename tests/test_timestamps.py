@@ -1,0 +1,536 @@
+"""Tests for slurm_attrib.timestamps: every supported line format, year/zone/uptime resolution, abuse."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone, tzinfo
+
+import pytest
+
+from slurm_attrib.timestamps import (
+    PREFIX_LIMIT,
+    ParsedStamp,
+    TimeContext,
+    format_utc,
+    parse_iso,
+    parse_line_time,
+    zone_from_name,
+)
+
+UTC = timezone.utc
+
+
+def _has_zone(name: str) -> bool:
+    try:
+        zone_from_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+needs_tzdata = pytest.mark.skipif(not _has_zone("Europe/Berlin"), reason="IANA tz database not installed")
+
+
+def _utc(text: str) -> datetime:
+    """Aware UTC datetime from a 'YYYY-MM-DDTHH:MM:SS[.ffffff]' literal."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _window(start: str, end: str | None = None, zone: tzinfo = UTC, zone_name: str = "UTC") -> TimeContext:
+    return TimeContext(
+        window_start=_utc(start), window_end=_utc(end) if end else None, zone=zone, zone_name=zone_name
+    )
+
+
+NO_CTX = TimeContext()
+BOOT = _utc("2026-11-20T08:00:00")
+ZONE_UTC = "zone UTC assumed"
+
+
+# --- formats: real example lines (research file §A.5, §F.2) and the shapes named in the spec -----------
+
+# (line, ctx, fmt, expected UTC time or None, message, host, uptime, assumptions)
+FORMAT_CASES = [
+    pytest.param(
+        "[14328.198504] NVRM: Xid (PCI:0000:0a:00): 31, pid=1234, name=python3",
+        TimeContext(boot_time=BOOT), "dmesg_uptime", "2026-11-20T11:58:48.198504",
+        "NVRM: Xid (PCI:0000:0a:00): 31, pid=1234, name=python3", None, 14328.198504,
+        ("uptime resolved with boot time 2026-11-20T08:00:00Z",), id="dmesg_uptime-boot",
+    ),
+    pytest.param(
+        "[    5.123456] nvidia: module loaded", TimeContext(boot_time=BOOT), "dmesg_uptime",
+        "2026-11-20T08:00:05.123456", "nvidia: module loaded", None, 5.123456,
+        ("uptime resolved with boot time 2026-11-20T08:00:00Z",), id="dmesg_uptime-padded",
+    ),
+    pytest.param(
+        "[73309.599396] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short "
+        "Error Rate",
+        NO_CTX, "dmesg_uptime", None,
+        "nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short Error Rate",
+        None,
+        73309.599396, ("uptime not resolved: boot time unknown",), id="dmesg_uptime-no-boot",
+    ),
+    pytest.param(
+        "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=1582259, name=nvc:[driver]",
+        NO_CTX, "dmesg_ctime", "2025-02-23T16:24:18",
+        "NVRM: Xid (PCI:0000:9b:00): 119, pid=1582259, name=nvc:[driver]", None, None, (ZONE_UTC,),
+        id="dmesg_ctime",
+    ),
+    pytest.param(
+        "[Mon Feb  3 01:02:03 2025] msg", NO_CTX, "dmesg_ctime", "2025-02-03T01:02:03", "msg", None, None,
+        (ZONE_UTC,), id="dmesg_ctime-padded-day",
+    ),
+    pytest.param(
+        "2024-04-29T14:55:41,679700+02:00 Out of memory: Killed process 1440763 (perl) total-vm:1kB",
+        NO_CTX, "dmesg_iso", "2024-04-29T12:55:41.679700",
+        "Out of memory: Killed process 1440763 (perl) total-vm:1kB", None, None, (), id="dmesg_iso",
+    ),
+    pytest.param(
+        "kern  :warn  : 2025-01-21T08:41:30,287197+00:00 oom_reaper: reaped process 345646 (vector), now",
+        NO_CTX, "dmesg_iso", "2025-01-21T08:41:30.287197", "oom_reaper: reaped process 345646 (vector), now",
+        None, None, (), id="dmesg_iso-decode",
+    ),
+    pytest.param(
+        "Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>'",
+        _window("2025-12-02T10:00:00", "2025-12-02T12:00:00"), "rfc3164", "2025-12-02T11:38:47",
+        "NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>'", "worker4", 219.470994,
+        ("year 2025 taken from the job window", ZONE_UTC), id="rfc3164-uptime",
+    ),
+    pytest.param(
+        "May 15 23:09:30 ubuntu-s-1vcpu-2gb-ams3-01 kernel: [  518.050606] Out of memory: "
+        "Killed process 15784",
+        _window("2021-05-15T20:00:00"), "rfc3164", "2021-05-15T23:09:30",
+        "Out of memory: Killed process 15784", "ubuntu-s-1vcpu-2gb-ams3-01", 518.050606,
+        ("year 2021 taken from the job window", ZONE_UTC), id="rfc3164-uptime-2",
+    ),
+    pytest.param(
+        "Feb 14 05:03:41 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE",
+        _window("2025-02-14T00:00:00", "2025-02-15T00:00:00"), "rfc3164", "2025-02-14T05:03:41",
+        "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE", "000-000-00000-1-gpu-1", None,
+        ("year 2025 taken from the job window", ZONE_UTC), id="rfc3164-journal-short",
+    ),
+    pytest.param(
+        "Feb 14 05:03:41 node7 python3[1234]: RuntimeError: CUDA error",
+        _window("2025-02-14T00:00:00"), "rfc3164", "2025-02-14T05:03:41", "RuntimeError: CUDA error",
+        "node7", None, ("year 2025 taken from the job window", ZONE_UTC), id="rfc3164-pid-tag",
+    ),
+    pytest.param(
+        "Feb 14 05:03:41 node7 kernel: msg", NO_CTX, "rfc3164", None, "msg", "node7", None,
+        ("year unknown",), id="rfc3164-no-window",
+    ),
+    pytest.param(
+        "Feb 14 05:03:41.123456 node7 kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3",
+        _window("2025-02-14T00:00:00", "2025-02-15T00:00:00"), "journal_short_precise",
+        "2025-02-14T05:03:41.123456", "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3", "node7",
+        None, ("year 2025 taken from the job window", ZONE_UTC), id="journal_short_precise",
+    ),
+    pytest.param(
+        "2026-11-20T10:30:21+0000 node7 kernel: msg", NO_CTX, "journal_short_iso", "2026-11-20T10:30:21",
+        "msg", "node7", None, (), id="journal_short_iso",
+    ),
+    pytest.param(
+        "2026-11-20T10:30:21.123456+0100 node7 kernel: msg", NO_CTX, "journal_short_iso",
+        "2026-11-20T09:30:21.123456", "msg", "node7", None, (), id="journal_short_iso-precise-old",
+    ),
+    pytest.param(
+        "2026-01-05T13:54:43.262668+01:00 node7 kernel: NVRM: Xid (PCI:0000:dc:00): 79, pid=1, name=x",
+        NO_CTX, "rfc3339", "2026-01-05T12:54:43.262668", "NVRM: Xid (PCI:0000:dc:00): 79, pid=1, name=x",
+        "node7", None, (), id="rfc3339",
+    ),
+    pytest.param(
+        "2026-01-05T13:54:43.262668+01:00 node7 kernel: [  219.470994] msg", NO_CTX, "rfc3339",
+        "2026-01-05T12:54:43.262668", "msg", "node7", 219.470994, (), id="rfc3339-uptime",
+    ),
+    pytest.param(
+        "2026-11-20T10:30:21Z msg", NO_CTX, "iso8601", "2026-11-20T10:30:21", "msg", None, None, (),
+        id="iso8601-z",
+    ),
+    pytest.param(
+        "2026-11-20T10:30:21.123+00:00 msg", NO_CTX, "iso8601", "2026-11-20T10:30:21.123000", "msg", None,
+        None, (), id="iso8601-offset",
+    ),
+    pytest.param(
+        "2026-11-20 10:30:21 msg", NO_CTX, "iso8601", "2026-11-20T10:30:21", "msg", None, None, (ZONE_UTC,),
+        id="iso8601-naive",
+    ),
+    pytest.param(
+        "2026-11-20T10:30:21Z ERROR trainer: boom", NO_CTX, "iso8601", "2026-11-20T10:30:21",
+        "ERROR trainer: boom", None, None, (), id="iso8601-level-not-host",
+    ),
+    pytest.param(
+        "2026-11-20 10:30:21,112 INFO msg", NO_CTX, "python_logging", "2026-11-20T10:30:21.112000",
+        "INFO msg", None, None, (ZONE_UTC,), id="python_logging",
+    ),
+    pytest.param(
+        "2026-11-20 10:30:21,112 - name - ERROR - msg", NO_CTX, "python_logging",
+        "2026-11-20T10:30:21.112000", "- name - ERROR - msg", None, None, (ZONE_UTC,),
+        id="python_logging-dashes",
+    ),
+    pytest.param(
+        "[E1120 10:30:55.201344 12345 ProcessGroupNCCL.cpp:1664] msg", _window("2026-11-20T00:00:00"),
+        "glog", "2026-11-20T10:30:55.201344", "msg", None, None,
+        ("year 2026 taken from the job window", ZONE_UTC), id="glog",
+    ),
+    pytest.param(
+        "[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE)",
+        _window("2025-03-20T00:00:00", "2025-03-22T00:00:00"),
+        "glog", "2025-03-21T02:07:08.408271",
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE)",
+        None, None, ("year 2025 taken from the job window", ZONE_UTC), id="glog-nanoseconds",
+    ),
+    pytest.param(
+        "[rank0]:[E504 23:32:59.338859795 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+        "Process group watchdog thread terminated with exception", _window("2025-05-04T00:00:00"), "glog",
+        "2025-05-04T23:32:59.338859",
+        "[PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread terminated with exception",
+        None, None, ("year 2025 taken from the job window", ZONE_UTC), id="glog-rank-prefix",
+    ),
+    pytest.param(
+        "W0726 10:59:50.786825 140538811684672 torch/distributed/elastic/multiprocessing/api.py:858] "
+        "Sending process 1234 closing signal SIGTERM", _window("2024-07-26T00:00:00"), "glog",
+        "2024-07-26T10:59:50.786825", "Sending process 1234 closing signal SIGTERM", None, None,
+        ("year 2024 taken from the job window", ZONE_UTC), id="glog-unbracketed",
+    ),
+    pytest.param(
+        "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out.", NO_CTX, "glog_notime",
+        None, "Some NCCL operations have failed or timed out.", None, None, (), id="glog_notime",
+    ),
+    pytest.param(
+        "192.168.11.119: kern: warning: [2026-04-22T21:27:51.291660856Z]: NVRM: "
+        "kflcnCoreDumpNondestructive_IMPL: ...", NO_CTX, "talos", "2026-04-22T21:27:51.291660",
+        "NVRM: kflcnCoreDumpNondestructive_IMPL: ...", "192.168.11.119", None, (), id="talos",
+    ),
+    pytest.param(
+        "[2026-11-20 10:30:21,123] [INFO] [engine.py:123:__init__] DeepSpeed info", NO_CTX, "bracket_iso",
+        "2026-11-20T10:30:21.123000", "[INFO] [engine.py:123:__init__] DeepSpeed info", None, None,
+        (ZONE_UTC,), id="bracket_iso-deepspeed",
+    ),
+    pytest.param(
+        "[2026-11-20T10:30:21Z] msg", NO_CTX, "bracket_iso", "2026-11-20T10:30:21", "msg", None, None, (),
+        id="bracket_iso-z",
+    ),
+    pytest.param(
+        "   [12.500000] leading spaces", TimeContext(boot_time=BOOT), "dmesg_uptime",
+        "2026-11-20T08:00:12.500000", "leading spaces", None, 12.5,
+        ("uptime resolved with boot time 2026-11-20T08:00:00Z",), id="leading-spaces",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "ctx", "fmt", "expected", "message", "host", "uptime", "assumptions"), FORMAT_CASES
+)
+def test_formats(
+    line: str,
+    ctx: TimeContext,
+    fmt: str,
+    expected: str | None,
+    message: str,
+    host: str | None,
+    uptime: float | None,
+    assumptions: tuple[str, ...],
+) -> None:
+    parsed = parse_line_time(line, ctx)
+    assert parsed == ParsedStamp(
+        time=_utc(expected) if expected else None,
+        message=message,
+        fmt=fmt,
+        host=host,
+        uptime=uptime,
+        assumptions=assumptions,
+    )
+    if parsed.time is not None:
+        assert parsed.time.tzinfo is UTC
+
+
+# --- lines that carry no (supported) stamp -------------------------------------------------------------
+
+NO_STAMP_LINES = [
+    pytest.param("NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ESR 0x404000=0x80000002", id="plain"),
+    pytest.param("[  +0.000844] nvidia 0000:03:00.0: AER: can't recover", id="dmesg-relative-unsupported"),
+    pytest.param("[123] nvidia-nvswitch3: SXid (PCI:0000:c1:00.0): 28006, Non-fatal", id="no-fraction"),
+    pytest.param("", id="empty"),
+    pytest.param("   ", id="blank"),
+    pytest.param("\x00\x00\x00[12.5\x00] x", id="nul"),
+    pytest.param("[" * 10_000, id="brackets"),
+    pytest.param("2026-11-20T10:30:21Zmsg", id="iso-glued-to-text"),
+    pytest.param("Foo 14 05:03:41 host kernel: msg", id="bad-month-name"),
+]
+
+
+@pytest.mark.parametrize("line", NO_STAMP_LINES)
+def test_no_stamp(line: str) -> None:
+    ctx = TimeContext(window_start=_utc("2026-01-01T00:00:00"), boot_time=BOOT)
+    assert parse_line_time(line, ctx) == ParsedStamp(None, line, "", None, None, ())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("2026-13-01T00:00:00Z msg", id="month-13"),
+        pytest.param("2026-02-30T00:00:00Z msg", id="feb-30"),
+        pytest.param("2026-11-20T25:00:00Z msg", id="hour-25"),
+        pytest.param("2026-11-20T10:61:00Z msg", id="minute-61"),
+        pytest.param("2026-11-20T10:30:21+25:00 msg", id="offset-25h"),
+        pytest.param("2026-11-20 10:30:21,112 INFO 2026-99-99", id="ok-then-garbage-is-fine"),
+        pytest.param("2024-04-29T14:55:41,679700+02:99 msg", id="dmesg-iso-bad-offset"),
+        pytest.param("[Sun Feb 30 16:24:18 2025] msg", id="ctime-feb-30"),
+        pytest.param("[Sun Xyz 23 16:24:18 2025] msg", id="ctime-bad-month"),
+        pytest.param("Feb 30 10:00:00 host kernel: x", id="rfc3164-feb-30"),
+        pytest.param("Dec  2 24:38:47 worker4 kernel: x", id="rfc3164-hour-24"),
+        pytest.param("[E1320 10:30:55.201344 12345 ProcessGroupNCCL.cpp:1664] msg", id="glog-month-13"),
+        pytest.param("[E0231 10:30:55.201344 12345 ProcessGroupNCCL.cpp:1664] msg", id="glog-feb-31"),
+        pytest.param("[2026-11-31 10:30:21,123] msg", id="bracket-nov-31"),
+        pytest.param("192.168.1.1: kern: warning: [2026-04-31T21:27:51.29Z]: msg", id="talos-apr-31"),
+    ],
+)
+def test_out_of_range_is_no_stamp(line: str) -> None:
+    parsed = parse_line_time(line, _window("2026-06-01T00:00:00"))
+    if parsed.fmt == "python_logging":  # the valid leading stamp wins; the rest is message
+        assert parsed.message == "INFO 2026-99-99"
+        return
+    assert parsed == ParsedStamp(None, line, "", None, None, ())
+
+
+# --- year resolution -----------------------------------------------------------------------------------
+
+YEAR_CASES = [
+    pytest.param(
+        "Dec 31 23:59:50 h kernel: x", _window("2026-01-01T00:00:05", "2026-01-01T02:00:00"),
+        "2025-12-31T23:59:50", 2025, id="new-year-previous",
+    ),
+    pytest.param(
+        "Jan  1 00:00:10 h kernel: x", _window("2025-12-31T23:00:00", "2026-01-01T01:00:00"),
+        "2026-01-01T00:00:10", 2026, id="new-year-next",
+    ),
+    pytest.param(
+        "[E1231 23:59:59.999999 7 a.cpp:1] x", _window("2026-01-01T00:10:00"),
+        "2025-12-31T23:59:59.999999", 2025, id="glog-new-year",
+    ),
+    pytest.param(
+        "Jun 10 12:00:00 h kernel: x", TimeContext(window_end=_utc("2026-06-11T00:00:00")),
+        "2026-06-10T12:00:00", 2026, id="end-only",
+    ),
+    # Window point exactly midway between Jan 1 2026 and Jan 1 2027: tie -> the earlier year.
+    pytest.param(
+        "Jan  1 00:00:00 h kernel: x", _window("2026-07-02T12:00:00", "2026-07-02T12:00:00"),
+        "2026-01-01T00:00:00", 2026, id="tie-earlier-year",
+    ),
+    pytest.param(
+        "Feb 29 12:00:00 h kernel: x", _window("2028-03-01T00:00:00"), "2028-02-29T12:00:00", 2028,
+        id="leap-day",
+    ),
+    pytest.param(
+        "Mar 10 12:00:00 h kernel: x", _window("2026-03-01T00:00:00", "2026-03-31T00:00:00"),
+        "2026-03-10T12:00:00", 2026, id="inside-window",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "ctx", "expected", "year"), YEAR_CASES)
+def test_year_choice(line: str, ctx: TimeContext, expected: str, year: int) -> None:
+    parsed = parse_line_time(line, ctx)
+    assert parsed.time == _utc(expected)
+    assert parsed.assumptions == (f"year {year} taken from the job window", ZONE_UTC)
+
+
+def test_leap_day_in_no_leap_window_is_no_stamp() -> None:
+    line = "Feb 29 12:00:00 h kernel: x"
+    assert parse_line_time(line, _window("2026-03-01T00:00:00")).fmt == ""
+    assert parse_line_time(line, NO_CTX).assumptions == ("year unknown",)
+
+
+# --- zones ---------------------------------------------------------------------------------------------
+
+
+@needs_tzdata
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param("[Sun Feb 23 16:24:18 2025] msg", "2025-02-23T15:24:18", id="ctime-winter"),
+        pytest.param("2026-07-01 12:00:00 msg", "2026-07-01T10:00:00", id="iso-summer"),
+        pytest.param("2026-07-01 12:00:00,250 INFO msg", "2026-07-01T10:00:00.250000", id="python-summer"),
+        pytest.param("2026-07-01T12:00:00+00:00 msg", "2026-07-01T12:00:00", id="explicit-offset-wins"),
+    ],
+)
+def test_context_zone(line: str, expected: str) -> None:
+    ctx = TimeContext(zone=zone_from_name("Europe/Berlin"), zone_name="Europe/Berlin")
+    parsed = parse_line_time(line, ctx)
+    assert parsed.time == _utc(expected)
+    explicit = "+00:00" in line
+    assert parsed.assumptions == (() if explicit else ("zone Europe/Berlin assumed",))
+
+
+@needs_tzdata
+def test_yearless_in_zone() -> None:
+    berlin = zone_from_name("Europe/Berlin")
+    ctx = _window("2026-01-01T00:00:00", "2026-01-01T03:00:00", zone=berlin, zone_name="Europe/Berlin")
+    parsed = parse_line_time("Jan  1 00:30:00 h kernel: x", ctx)
+    assert parsed.time == _utc("2025-12-31T23:30:00")  # Jan 1 00:30 CET is still Dec 31 in UTC
+    assert parsed.assumptions == ("year 2026 taken from the job window", "zone Europe/Berlin assumed")
+
+
+@pytest.mark.parametrize(
+    ("name", "offset"),
+    [
+        ("UTC", timedelta(0)),
+        ("utc", timedelta(0)),
+        ("Z", timedelta(0)),
+        ("+02:00", timedelta(hours=2)),
+        ("-0530", timedelta(hours=-5, minutes=-30)),
+        ("+02", timedelta(hours=2)),
+        (" +00:00 ", timedelta(0)),
+    ],
+)
+def test_zone_from_name_fixed(name: str, offset: timedelta) -> None:
+    assert zone_from_name(name).utcoffset(None) == offset
+
+
+@needs_tzdata
+def test_zone_from_name_iana() -> None:
+    zone = zone_from_name("Europe/Berlin")
+    assert datetime(2026, 7, 1, tzinfo=zone).utcoffset() == timedelta(hours=2)
+    assert datetime(2026, 1, 1, tzinfo=zone).utcoffset() == timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    "name", ["", "Mars/Olympus", "Europe", "+25:00", "+02:61", "../etc/passwd", "/etc/passwd", "+x"]
+)
+def test_zone_from_name_unknown(name: str) -> None:
+    with pytest.raises(ValueError):
+        zone_from_name(name)
+
+
+# --- uptime --------------------------------------------------------------------------------------------
+
+
+def test_uptime_with_naive_boot_time_taken_as_utc() -> None:
+    ctx = TimeContext(boot_time=datetime(2026, 11, 20, 8, 0, 0))
+    assert parse_line_time("[1.000001] x", ctx).time == _utc("2026-11-20T08:00:01.000001")
+
+
+def test_uptime_exact_microseconds() -> None:
+    ctx = TimeContext(boot_time=BOOT)
+    parsed = parse_line_time("[9999999.999999] x", ctx)
+    assert parsed.time == BOOT + timedelta(seconds=9_999_999, microseconds=999_999)
+
+
+# --- parse_iso -----------------------------------------------------------------------------------------
+
+ISO_CASES = [
+    ("2026-11-20T10:30:21Z", None, "2026-11-20T10:30:21"),
+    ("2026-11-20t10:30:21z", None, "2026-11-20T10:30:21"),
+    ("2026-11-20T10:30:21,5Z", None, "2026-11-20T10:30:21.500000"),
+    ("2026-11-20T10:30:21.123456789+0000", None, "2026-11-20T10:30:21.123456"),
+    ("2026-11-20T10:30:21.123456789+00:00", None, "2026-11-20T10:30:21.123456"),
+    ("2026-11-20T12:30:21+02:00", None, "2026-11-20T10:30:21"),
+    ("2026-11-20T05:00:00-0530", None, "2026-11-20T10:30:00"),
+    ("2026-11-20 10:30:21", None, "2026-11-20T10:30:21"),
+    ("2026-11-20T10:30", None, "2026-11-20T10:30:00"),
+    ("  2026-11-20T10:30:21Z  ", None, "2026-11-20T10:30:21"),
+    ("2026-11-20T12:30:21", TimeContext(zone=timezone(timedelta(hours=2))), "2026-11-20T10:30:21"),
+]
+
+
+@pytest.mark.parametrize(("text", "ctx", "expected"), ISO_CASES)
+def test_parse_iso(text: str, ctx: TimeContext | None, expected: str) -> None:
+    result = parse_iso(text, ctx)
+    assert result == _utc(expected)
+    assert result is not None and result.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "garbage", "2026-11-20", "2026-13-20T10:30:21Z", "2026-02-30T10:30:21Z", "2026-11-20T24:00:00Z",
+     "2026-11-20T10:30:21+24:00", "2026-11-20T10:30:21Z trailing", "2026-11-20T10:30:21" + " " * 10_000],
+)
+def test_parse_iso_rejects(text: str) -> None:
+    assert parse_iso(text) is None
+
+
+# --- format_utc ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dt", "expected"),
+    [
+        (datetime(2026, 11, 20, 10, 30, 21, tzinfo=UTC), "2026-11-20T10:30:21.000000Z"),
+        (
+            datetime(2026, 11, 20, 12, 30, 21, 5, tzinfo=timezone(timedelta(hours=2))),
+            "2026-11-20T10:30:21.000005Z",
+        ),
+        (datetime(2026, 11, 20, 10, 30, 21, 123456), "2026-11-20T10:30:21.123456Z"),
+        (datetime(5, 1, 2, 3, 4, 5, tzinfo=UTC), "0005-01-02T03:04:05.000000Z"),
+    ],
+)
+def test_format_utc(dt: datetime, expected: str) -> None:
+    assert format_utc(dt) == expected
+
+
+# --- robustness ----------------------------------------------------------------------------------------
+
+
+def test_huge_line_returns() -> None:
+    body = "x" * 50_000_000
+    assert parse_line_time(body, NO_CTX).fmt == ""
+    parsed = parse_line_time("2026-11-20T10:30:21Z " + body, NO_CTX)
+    assert parsed.fmt == "iso8601"
+    assert len(parsed.message) == len(body)
+
+
+def test_prefix_cut_is_not_trusted() -> None:
+    host = "h" * (PREFIX_LIMIT - len("2026-11-20T10:30:21Z ") - len(" kernel:"))
+    line = f"2026-11-20T10:30:21Z {host} kernel:tail-beyond-the-cut"
+    assert len(f"2026-11-20T10:30:21Z {host} kernel:") == PREFIX_LIMIT
+    parsed = parse_line_time(line, NO_CTX)
+    assert parsed.fmt == "iso8601"  # not rfc3339: the tag's ':' was not followed by a space
+
+
+def test_deterministic_and_pure() -> None:
+    line = "Dec 31 23:59:50 h kernel: x"
+    ctx = _window("2026-01-01T00:00:05")
+    assert parse_line_time(line, ctx) == parse_line_time(line, ctx)
+
+
+_FRAGMENTS = [
+    "[", "]", " ", "  ", ":", ",", ".", "-", "+", "Z", "T", "\x00", "\t", "\n", "kernel:", "host",
+    "2026", "-11-20", "T10:30:21", "12", "99", "Feb", "Dec", " 29", "Sun ", "E1120", "E321", "W0726",
+    "10:30:55.201344", "+02:00", "+0000", "+99:99", "[12345.678901]", "[rank0]:", "kern  :warn  : ",
+    "192.168.0.1: kern: warning: ", "ProcessGroupNCCL.cpp:1664]", "\udcff", "é", "0" * 30,
+]
+
+
+def test_fuzz_never_raises() -> None:
+    rng = random.Random(20261120)
+    contexts = [
+        NO_CTX,
+        TimeContext(boot_time=datetime(9999, 12, 31, 23, 59, tzinfo=UTC)),
+        TimeContext(
+            window_start=datetime(1, 1, 1, tzinfo=UTC), window_end=datetime(9999, 12, 31, tzinfo=UTC)
+        ),
+        TimeContext(window_start=datetime(9999, 12, 31, tzinfo=UTC), zone=timezone(timedelta(hours=-23))),
+        _window("2026-01-01T00:00:00"),
+    ]
+    for _ in range(20_000):
+        line = "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(0, 12)))
+        for ctx in contexts:
+            parsed = parse_line_time(line, ctx)
+            assert parsed.time is None or parsed.time.tzinfo is UTC
+            assert parsed.fmt or parsed.message == line
+
+
+@pytest.mark.parametrize(
+    ("line", "ctx"),
+    [
+        ("[99999999.999999] x", TimeContext(boot_time=datetime(9999, 12, 31, tzinfo=UTC))),
+        ("0001-01-01T00:00:00+01:00 x", NO_CTX),
+        ("9999-12-31T23:59:59-01:00 x", NO_CTX),
+        ("9999-12-31 23:59:59 x", TimeContext(zone=timezone(timedelta(hours=-5)))),
+        ("Dec 31 23:59:59 h k: x", TimeContext(window_start=datetime(9999, 12, 31, tzinfo=UTC))),
+        ("Jan  1 00:00:00 h k: x", TimeContext(window_start=datetime(1, 1, 1, tzinfo=UTC))),
+    ],
+)
+def test_extreme_dates_do_not_raise(line: str, ctx: TimeContext) -> None:
+    parsed = parse_line_time(line, ctx)
+    assert parsed.time is None or parsed.time.tzinfo is UTC
