@@ -98,7 +98,7 @@ class _LineLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
-    mapping = loader.construct_mapping(node, deep=True)
+    mapping: dict[str, Any] = {str(k): v for k, v in loader.construct_mapping(node, deep=True).items()}
     mapping["__line__"] = node.start_mark.line + 1
     return mapping
 
@@ -135,7 +135,7 @@ def site_rule_files(directory: Optional[str] = None) -> list[tuple[str, bytes]]:
 def parse_rule_file(path: str, content: bytes) -> dict[str, Any]:
     """Parse one rule file; raise RuleError with ``path:line`` on invalid YAML."""
     try:
-        data = yaml.load(content.decode("utf-8"), Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(content.decode("utf-8"), Loader=_LineLoader)
     except UnicodeDecodeError as exc:
         raise RuleError(f"{path}:1: not UTF-8 ({exc.reason})") from None
     except yaml.YAMLError as exc:

@@ -173,6 +173,7 @@ class _BlockReader:
         self._stream = stream
         self._st = stats
         self._skipping = False
+        self._failed = False
 
     def segments(self) -> Iterator[_Segment]:
         buf, begin, base_offset, line = b"", 0, 0, 1
@@ -205,11 +206,26 @@ class _BlockReader:
             self._st.lines += 1
 
     def _read(self) -> bytes:
-        try:
-            data = self._stream.read(BLOCK_BYTES)
-        except (OSError, EOFError) as exc:  # truncated gzip, I/O error
-            self._st.error = f"read stopped: {exc}"
+        """Up to BLOCK_BYTES; a read error (truncated gzip, I/O error) keeps what came before it."""
+        if self._failed:
             return b""
+        pieces: list[bytes] = []
+        size = 0
+        read = getattr(self._stream, "read1", None) if isinstance(self._stream, gzip.GzipFile) else None
+        try:
+            if read is None:
+                pieces.append(self._stream.read(BLOCK_BYTES))
+            else:
+                while size < BLOCK_BYTES:
+                    piece = read(BLOCK_BYTES - size)
+                    if not piece:
+                        break
+                    pieces.append(piece)
+                    size += len(piece)
+        except (OSError, EOFError) as exc:
+            self._st.error = f"read stopped: {exc}"
+            self._failed = True
+        data = b"".join(pieces)
         self._st.bytes += len(data)
         self._st.nul_bytes += data.count(b"\x00")
         return data

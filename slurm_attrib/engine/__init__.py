@@ -33,12 +33,12 @@ class Engine:
         _check_implementations(self.ruleset)
         self.extractor = Extractor(self.ruleset.by_phase("extract"))
 
-    def diagnose(self, bundle: Union[Bundle, str, "os.PathLike[str]"],
+    def diagnose(self, bundle: Union[Bundle, str, os.PathLike[str]],
                  settings: Optional[EngineSettings] = None) -> Diagnosis:
         """The Diagnosis of one bundle (a loaded Bundle or a directory)."""
         return build_diagnosis(self.run(bundle, settings), __version__)
 
-    def run(self, bundle: Union[Bundle, str, "os.PathLike[str]"],
+    def run(self, bundle: Union[Bundle, str, os.PathLike[str]],
             settings: Optional[EngineSettings] = None) -> EngineContext:
         """Run every phase and return the whole context (symptoms, fired rules, outcome)."""
         if not isinstance(bundle, Bundle):
@@ -114,6 +114,6 @@ def _iso(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def diagnose_path(path: Union[str, "os.PathLike[str]"]) -> Diagnosis:
+def diagnose_path(path: Union[str, os.PathLike[str]]) -> Diagnosis:
     """Convenience: diagnose one bundle directory with the bundled and site rules."""
     return Engine().diagnose(path)

@@ -111,11 +111,12 @@ def decode_fallen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 @decoder("python_traceback")
 def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Keep an exception line only when a traceback header of the same rank precedes it."""
+    stream = extra.get("stream")
     for count, previous in enumerate(line.preceding(400)):
-        rank, rest = split_rank(previous)
-        if rank == sym.rank and rest.startswith(_TRACEBACK_HEAD):
+        prefix, rest = split_rank(previous)
+        if prefix == stream and rest.startswith(_TRACEBACK_HEAD):
             sym.fields["traceback_lines"] = count + 1
-            frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if r[0] == sym.rank]
+            frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if r[0] == stream]
             location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
             if location:
                 sym.fields["location"] = location[:200]

@@ -8,30 +8,54 @@ from datetime import datetime
 from typing import Any, Optional
 
 from ..bundle import BundleFile
-from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
+from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, JobFacts, Symptom
 from ..ruleset import Rule
 from ..scan import Line, Prefilter, ScanStats, open_evidence, scan_stream
-from ..timestamps import ParsedStamp, TimeContext, parse_line_time, zone_from_name
+from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_iso, parse_line_time, zone_from_name
 from . import prefilter as prefilters
 from .context import EngineContext
-from .registry import DECODERS, RULES, rule
+from .registry import DECODERS, RULES
+from .registry import rule as register_rule
 
-_RANK_PREFIX = re.compile(r"\s*(?:\[rank(\d+)\]:|\[default(\d+)\]:|(\d+): )")
+_RANK_PREFIX = re.compile(r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )")
 _PORT_SUFFIX = re.compile(r"(?:<\d+>|%[\w.]+|:\d+)+$")
 INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
 
 
-def split_rank(text: str) -> tuple[Optional[int], str]:
-    """Strip srun ``--label`` (``9: ``), PyTorch (``[rank9]:``) and torchrun (``[default9]:``)
-    prefixes; return the first rank found and the rest of the line."""
-    rank: Optional[int] = None
+Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
+
+
+def split_rank(text: str) -> tuple[Optional[Stream], str]:
+    """Strip srun ``--label`` (``9: ``), PyTorch (``[rank9]:``) and torchrun (``[default9]:``, a LOCAL
+    rank) prefixes; return which stream the line belongs to (None without a prefix) and the rest."""
+    label = rank = local = None
+    found = False
     while True:
         match = _RANK_PREFIX.match(text)
         if not match:
-            return rank, text
-        if rank is None:
-            rank = int(next(g for g in match.groups() if g is not None))
+            return ((label, rank, local) if found else None), text
+        found = True
+        if match.group(1) is not None and rank is None:
+            rank = int(match.group(1))
+        elif match.group(2) is not None and local is None:
+            local = int(match.group(2))
+        elif match.group(3) is not None and label is None:
+            label = int(match.group(3))
         text = text[match.end():]
+
+
+def global_rank(stream: Optional[Stream], node: Optional[str], job: JobFacts) -> tuple[Optional[int], Optional[int]]:
+    """(global rank, local rank) of a stream: ``[rankN]`` is global; a torchrun ``[defaultN]`` is local
+    to its node (global through the node's sorted ranks); a bare srun label is the task = the rank."""
+    if stream is None:
+        return None, None
+    label, rank, local = stream
+    if rank is not None:
+        return rank, local
+    if local is not None:
+        node_ranks = sorted(r for r, n in job.ranks if n == node) if node else []
+        return (node_ranks[local] if local < len(node_ranks) else None), local
+    return label, None
 
 
 class Extractor:
@@ -46,7 +70,7 @@ class Extractor:
             else:
                 self.line_rules[rule.match.source].append(rule)
         self.prefilters: dict[str, Prefilter] = {
-            source: prefilters.build([a.encode() for r in rs for a in r.match.anchors if r.match])
+            source: prefilters.build([a.encode() for r in rs if r.match for a in r.match.anchors])
             for source, rs in sorted(self.line_rules.items())
         }
 
@@ -63,7 +87,7 @@ class Extractor:
         cov.files += 1
         rules = self.line_rules.get(bf.source, [])
         if not rules:
-            cov.notes.append(f"{bf.rel}: no rules read {bf.source} files yet")
+            cov.reason = f"collected but not judged: no rule reads {bf.source} files yet"
             return
         timectx = time_context(ctx, bf.node)
         handler = _LineHandler(ctx, bf, rules, timectx)
@@ -114,7 +138,7 @@ class _LineHandler:
         self.found = 0
 
     def __call__(self, line: Line) -> None:
-        rank, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
+        stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
         stamp: Optional[ParsedStamp] = None
         for rule in self.rules:
             assert rule.match is not None
@@ -124,25 +148,35 @@ class _LineHandler:
             if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
                 continue
             if stamp is None:
-                stamp = self._stamp(line, text, rank)
-            self._emit(rule, line, text, rank, stamp, match.groupdict())
+                stamp = self._stamp(line, text, stream)
+            groups = match.groupdict()
+            if "time taken from a preceding line" in stamp.assumptions:
+                upper = _next_time(line, stream, self.timectx)
+                groups["time_inferred"] = "preceding line"
+                if upper is not None:
+                    groups["time_upper"] = format_utc(upper)
+            self._emit(rule, line, text, stream, stamp, groups)
 
-    def _stamp(self, line: Line, text: str, rank: Optional[int]) -> ParsedStamp:
+    def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
         stamp = parse_line_time(text, self.timectx)
         if stamp.time is None and self.bf.source == SOURCE_APP:
-            inferred = _infer_time(line, rank, self.timectx)
+            inferred = _infer_time(line, stream, self.timectx)
             if inferred is not None:
                 return ParsedStamp(time=inferred.time, message=stamp.message, fmt=stamp.fmt, host=stamp.host,
                                    uptime=stamp.uptime,
                                    assumptions=(*inferred.assumptions, "time taken from a preceding line"))
         return stamp
 
-    def _emit(self, rule: Rule, line: Line, text: str, rank: Optional[int], stamp: ParsedStamp,
+    def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
               groups: dict[str, Any]) -> None:
         fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
+        rank, local = global_rank(stream, self.bf.node, self.ctx.job)
         if rank is None and isinstance(fields.get("rank"), int):
             rank = fields["rank"]
-        node = resolve_node(self.ctx, self.bf.node, rank, fields.get("host"))
+        if local is not None:
+            fields["local_rank"] = local
+        node = resolve_node(self.ctx, self.bf.node, rank if local is None or rank is not None else None,
+                            fields.get("host"))
         evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
                                offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP])
         emit = rule.emit
@@ -157,7 +191,7 @@ class _LineHandler:
                 fields["peer_node"] = peer
         self.ctx.assumptions.update(stamp.assumptions)
         decode = emit.get("decoder")
-        if decode and not DECODERS[str(decode)](self.ctx, sym, line, {"text": text, "rule": rule}):
+        if decode and not DECODERS[str(decode)](self.ctx, sym, line, {"text": text, "rule": rule, "stream": stream}):
             return
         if not sym.summary:
             sym.summary = render_summary(str(emit.get("summary", sym.kind)), sym)
@@ -177,7 +211,7 @@ def _typed(key: str, value: str) -> Any:
     return value.strip()
 
 
-def _infer_time(line: Line, rank: Optional[int], timectx: TimeContext) -> Optional[ParsedStamp]:
+def _infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optional[ParsedStamp]:
     """The stamp of the nearest preceding line of the same rank (or any line if none)."""
     fallback: Optional[ParsedStamp] = None
     for count, previous in enumerate(line.preceding(200)):
@@ -191,6 +225,21 @@ def _infer_time(line: Line, rank: Optional[int], timectx: TimeContext) -> Option
             fallback = stamp
         if count > 50 and fallback is not None:
             break
+    return fallback
+
+
+def _next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optional[datetime]:
+    """The stamp of the next line of the same rank (else of any rank): an upper bound for an
+    unstamped line."""
+    fallback: Optional[datetime] = None
+    for following in line.following(100):
+        next_rank, rest = split_rank(following)
+        stamp = parse_line_time(rest, timectx)
+        if stamp.time is None:
+            continue
+        if next_rank == rank:
+            return stamp.time
+        fallback = fallback or stamp.time
     return fallback
 
 
@@ -237,12 +286,16 @@ def render_summary(template: str, sym: Symptom) -> str:
         return template[:300]
 
 
-def first_time(symptoms: list[Symptom]) -> Optional[datetime]:
-    times = [s.time for s in symptoms if s.time is not None]
-    return min(times) if times else None
+def latest_time(sym: Symptom) -> Optional[datetime]:
+    """The latest the symptom can have happened: its own stamp, or the upper bound of an unstamped
+    line (the next stamped line of the same rank); None when an unstamped line has no bound."""
+    upper = sym.fields.get("time_upper")
+    if isinstance(upper, str):
+        return parse_iso(upper)
+    return None if sym.fields.get("time_inferred") else sym.time
 
 
-@rule("scheduler.job_state")
+@register_rule("scheduler.job_state")
 def job_state(ctx: EngineContext, rule_: Rule) -> int:
     """The job's final state and exit codes from job.yaml / sacct, as a symptom with its evidence."""
     job = ctx.job

@@ -138,7 +138,8 @@ def teardown_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         if sym.role != "teardown":
             continue
-        if first is None or sym.time is None or sym.time >= first.time - ctx.tolerance(ctx.settings.skew_s):
+        if first is None or first.time is None or sym.time is None \
+                or sym.time >= first.time - ctx.tolerance(ctx.settings.skew_s):
             when = format_utc(first.time) if first and first.time else "the job end"
             sym.dropped = f"teardown after the first failure ({when})"
             count += 1

@@ -101,8 +101,8 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
         return _decide(ctx, rule_, status="ambiguous", category=_common(ctx.leaders, "category"),
                        responsible=_common(ctx.leaders, "responsible"), candidates=list(ctx.leaders),
                        summary="several unrelated faults fit equally: " + "; ".join(
-                           _describe(s) for s in ctx.leaders), culprit_nodes=[], annotations=notes
-                       + [f"candidate nodes: {', '.join(nodes)}"])
+                           _describe(s) for s in ctx.leaders), culprit_nodes=[],
+                       annotations=[*notes, f"candidate nodes: {', '.join(nodes)}"])
     if ctx.leaders:
         root = ctx.leaders[0]
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,

@@ -13,6 +13,7 @@ from typing import Optional
 from ..model import Symptom
 from ..ruleset import Rule
 from .context import EngineContext
+from .extract import latest_time
 from .registry import rule
 
 HARDWARE_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink", "network", "node_failure", "storage")
@@ -103,7 +104,8 @@ def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom) 
     for cause in sorted(hardware, key=Symptom.sort_key):
         if cause.node != sym.node:
             continue
-        if cause.time is None or sym.time is None or cause.time <= sym.time + skew:
+        latest = latest_time(sym)
+        if cause.time is None or latest is None or cause.time <= latest + skew:
             return cause
     return None
 
@@ -142,11 +144,18 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     margin = int(rule_.params.get("override_margin", 15))
     if timed:
         leader = timed[0]
-        horizon = leader.time + ctx.tolerance(ctx.settings.skew_s)  # type: ignore[operator]
-        close = [s for s in timed if s.time is not None and s.time <= horizon]
-        strongest = _strongest_first(close)[0]
-        if strongest.strength > leader.strength + margin:
-            leader = strongest
+        latest = latest_time(leader)
+        horizon = latest + ctx.tolerance(ctx.settings.skew_s) if latest else None
+        close = [s for s in timed if s.time is not None and (horizon is None or s.time <= horizon)]
+        if leader.fields.get("time_inferred"):
+            # The leader's own time is only a bound: among what may have happened first, the strongest,
+            # precisely stamped, located candidate leads.
+            leader = min(close, key=lambda s: (-s.strength, bool(s.fields.get("time_inferred")), s.node is None,
+                                                 *Symptom.sort_key(s)))
+        else:
+            strongest = _strongest_first(close)[0]
+            if strongest.strength > leader.strength + margin:
+                leader = strongest
     else:
         leader = _strongest_first(candidates)[0]
     leaders = [leader, *_co_leaders(ctx, leader, timed, int(rule_.params.get("tier_width", 10)))]

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:
-    from .context import EngineContext
     from ..model import Symptom
     from ..ruleset import Rule
     from ..scan import Line
+    from .context import EngineContext
 
 RuleImpl = Callable[["EngineContext", "Rule"], int]
 Decoder = Callable[["EngineContext", "Symptom", "Line", dict[str, Any]], bool]

@@ -94,7 +94,7 @@ def _coverage(ctx: EngineContext) -> list[Coverage]:
     out = []
     for name in sorted(ctx.coverage):
         cov = ctx.coverage[name]
-        if cov.state == "skipped" and cov.files:
+        if cov.state == "skipped" and cov.files and not cov.reason:
             cov.state = "ok" if cov.lines else "empty"
             if any("cannot read" in n or "read stopped" in n for n in cov.notes):
                 cov.state = "error" if not cov.lines else "ok"

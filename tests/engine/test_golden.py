@@ -1,0 +1,50 @@
+"""The golden cases of the core issue: each bundle under tests/golden/<case>/ must get the verdict
+its expect.yaml states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from slurm_attrib.cli import demo_bundle
+from slurm_attrib.engine import Engine
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "expect.yaml").exists()) if GOLDEN.is_dir() else []
+
+
+def _bundle(case: str) -> Path:
+    path = GOLDEN / case / "bundle"
+    return path if path.is_dir() else demo_bundle()
+
+
+def test_there_are_golden_cases() -> None:
+    assert len(CASES) >= 13
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_verdict(engine: Engine, case: str) -> None:
+    expect: dict[str, Any] = yaml.safe_load((GOLDEN / case / "expect.yaml").read_text())
+    diag = engine.diagnose(_bundle(case))
+    got = diag.to_dict()
+    assert diag.status == expect["status"], diag.summary
+    assert diag.category == expect["category"], diag.summary
+    assert diag.responsible == expect["responsible"], diag.summary
+    assert sorted(diag.culprit_nodes) == sorted(expect["culprit_nodes"]), diag.summary
+    root = diag.root_cause
+    if "root_kind" in expect:
+        assert root is not None and root.kind == expect["root_kind"], diag.summary
+    if "root_gpu" in expect:
+        assert root is not None and root.gpu == expect["root_gpu"]
+    if "root_rank" in expect:
+        assert root is not None and root.rank == expect["root_rank"]
+    if "supporting_min" in expect:
+        assert len(diag.supporting) >= expect["supporting_min"], [s.summary for s in diag.supporting]
+    if "candidate_nodes" in expect:
+        assert sorted({c.node for c in diag.candidates}) == sorted(expect["candidate_nodes"])
+    if root is not None:
+        assert root.evidence and root.evidence[0].raw, "a verdict cites its raw line"
+        assert got["evidence"][0]["raw"] == root.evidence[0].raw

@@ -1,0 +1,32 @@
+"""ruff and mypy are part of the test suite: a lint failure fails the build like any test."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if not found:
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+    return found
+
+
+def test_ruff_clean() -> None:
+    result = subprocess.run([_tool("ruff"), "check", "slurm_attrib", "tests", "bench"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_clean() -> None:
+    result = subprocess.run([_tool("mypy"), "slurm_attrib"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,120 @@
+"""The streaming scanner: hits, line numbers, offsets, huge lines, garbage, gzip, symlinks."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from slurm_attrib import scan
+from slurm_attrib.engine.prefilter import build
+from slurm_attrib.scan import Line, RegexPrefilter, open_evidence, scan_bytes, scan_stream
+
+
+def _hits(data: bytes, anchors: list[bytes]) -> list[Line]:
+    found: list[Line] = []
+    scan_bytes(data, RegexPrefilter(anchors), found.append)
+    return found
+
+
+def test_line_numbers_and_offsets() -> None:
+    data = b"alpha\nbeta XID here\ngamma\nXID again\n"
+    hits = _hits(data, [b"XID"])
+    assert [(h.lineno, h.offset, h.text) for h in hits] == [(2, 6, "beta XID here"), (4, 26, "XID again")]
+    assert data[hits[1].offset:].startswith(b"XID again")
+
+
+def test_one_call_per_line_with_several_anchors() -> None:
+    hits = _hits(b"x NVRM: Xid and NCCL WARN here\n", [b"NVRM: Xid", b"NCCL WARN"])
+    assert len(hits) == 1
+
+
+def test_hits_across_blocks_keep_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 16)
+    lines = [f"line {i} {'HIT' if i % 7 == 0 else 'ok'}".encode() for i in range(1, 200)]
+    data = b"\n".join(lines) + b"\n"
+    hits = _hits(data, [b"HIT"])
+    assert [h.lineno for h in hits] == [i for i in range(1, 200) if i % 7 == 0]
+    for hit in hits:
+        assert data[hit.offset:].startswith(hit.text.encode())
+
+
+def test_following_and_preceding_lines() -> None:
+    data = b"one\ntwo\nTraceback HIT\nthree\nfour\n"
+    hit = _hits(data, [b"HIT"])[0]
+    assert hit.following(2) == ["three", "four"]
+    assert list(hit.preceding(5)) == ["two", "one"]
+
+
+def test_huge_line_is_cut_and_later_lines_keep_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 1024)
+    monkeypatch.setattr(scan, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 256)
+    big = b"HIT " + b"x" * 50_000
+    data = b"first\n" + big + b"\nafter HIT\n"
+    hits: list[Line] = []
+    stats = scan_bytes(data, RegexPrefilter([b"HIT"]), hits.append)
+    assert stats.cut_lines == 1
+    assert [h.lineno for h in hits] == [2, 3]
+    assert len(hits[0].text) <= 4096
+    assert data[hits[1].offset:].startswith(b"after HIT")
+
+
+def test_garbage_nul_and_invalid_utf8_never_raise() -> None:
+    data = os.urandom(200_000) + b"\n\x00\xff\xfe NVRM: Xid \xc3\x28 bad\n"
+    hits = _hits(data, [b"NVRM: Xid"])
+    assert hits and "\x00" not in hits[-1].text
+    stats = scan_bytes(data, RegexPrefilter([b"NVRM: Xid"]), lambda _line: None)
+    assert stats.nul_bytes >= 1
+
+
+def test_no_trailing_newline_and_empty_input() -> None:
+    assert [h.text for h in _hits(b"a\nlast HIT", [b"HIT"])] == ["last HIT"]
+    assert _hits(b"", [b"HIT"]) == []
+
+
+def test_hyperscan_and_re_prefilters_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    anchors = [b"NVRM: Xid", b"NCCL WARN", b"Error: "]
+    data = b"".join(f"l{i} {'NVRM: Xid' if i % 5 == 0 else ''} {'Error: x' if i % 3 == 0 else ''}\n".encode()
+                    for i in range(500))
+    fast = build(anchors)
+    monkeypatch.setenv("SLURM_ATTRIB_PREFILTER", "re")
+    slow = build(anchors)
+    out_fast: list[int] = []
+    out_slow: list[int] = []
+    scan_stream(io.BytesIO(data), fast, lambda h: out_fast.append(h.lineno))
+    scan_stream(io.BytesIO(data), slow, lambda h: out_slow.append(h.lineno))
+    assert out_fast == out_slow and out_fast
+
+
+def test_gzip_rotated_log(tmp_path: Path) -> None:
+    path = tmp_path / "kern.log.1.gz"
+    with gzip.open(path, "wb") as handle:
+        handle.write(b"a\nNVRM: Xid one\n")
+    found: list[Line] = []
+    with open_evidence(path) as stream:
+        scan_stream(stream, RegexPrefilter([b"NVRM: Xid"]), found.append)
+    assert [h.lineno for h in found] == [2]
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
+    path = tmp_path / "kern.log.gz"
+    raw = gzip.compress(b"NVRM: Xid first\n" + os.urandom(100_000))
+    path.write_bytes(raw[: len(raw) // 2])
+    found: list[Line] = []
+    with open_evidence(path) as stream:
+        stats = scan_stream(stream, RegexPrefilter([b"NVRM: Xid"]), found.append)
+    assert stats.error and found
+
+
+def test_open_evidence_refuses_symlinks(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("root only\n")
+    link = tmp_path / "link.log"
+    link.symlink_to(secret)
+    with pytest.raises(OSError):
+        open_evidence(link)
