@@ -7,6 +7,8 @@ A fixture is either a bundle directory or a YAML file with an inline bundle::
       syslog/node-01.log: |
         ... raw lines ...
     facts: {node-01: {driver_version: "550.54.15"}}
+    settings:                    # optional engine settings, e.g. the store's node history
+      node_history: {node-02: 2}
     expect:                      # optional, positive fixtures of extract rules
       fields: {code: 79}         # a symptom of this rule has these field values
       role: candidate
@@ -18,13 +20,13 @@ passes when the rule does not fire.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 
-from .engine import Engine
+from .engine import Engine, EngineSettings
 from .ruleset import Rule
 
 
@@ -61,6 +63,14 @@ def materialise(fixture: Path, target: Path) -> Path:
     return target
 
 
+def fixture_settings(engine: Engine, fixture: Path) -> EngineSettings:
+    """Engine settings a fixture asks for (``settings.node_history``), else the engine's own."""
+    spec = {} if fixture.is_dir() else (yaml.safe_load(fixture.read_text(encoding="utf-8")) or {})
+    wanted = spec.get("settings") or {}
+    history = tuple(sorted((str(k), int(v)) for k, v in (wanted.get("node_history") or {}).items()))
+    return replace(engine.settings, node_history=history) if history else engine.settings
+
+
 def expectation(fixture: Path) -> dict[str, Any]:
     if fixture.is_dir():
         path = fixture / "expect.yaml"
@@ -72,7 +82,7 @@ def expectation(fixture: Path) -> dict[str, Any]:
 def run_fixture(engine: Engine, rule: Rule, fixture: Path, kind: str) -> FixtureResult:
     with tempfile.TemporaryDirectory(prefix="slurm-attrib-fixture-") as tmp:
         bundle = materialise(fixture, Path(tmp))
-        ctx = engine.run(bundle)
+        ctx = engine.run(bundle, fixture_settings(engine, fixture))
     fired = ctx.fired.get(rule.id, 0)
     if kind == "negative":
         ok = fired == 0

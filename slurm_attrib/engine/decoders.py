@@ -195,10 +195,12 @@ def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
 
 @decoder("ib_port_state")
 def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Only DOWN is a fault; INIT/ARMED are the normal bring-up sequence and ACTIVE is the recovery."""
     state = str(sym.fields.get("state", "")).upper()
-    if state == "ACTIVE":
-        sym.role, sym.strength, sym.kind = "context", 0, "ib_link_up"
-        sym.summary = f"infiniband {sym.fields.get('device', '?')} port {sym.fields.get('port', '?')} link active"
+    if state != "DOWN":
+        sym.role, sym.strength, sym.kind = "context", 0, "ib_link_up" if state.startswith("ACTIVE") else "ib_link_init"
+        device, port = sym.fields.get("device", "?"), sym.fields.get("port", "?")
+        sym.summary = f"infiniband {device} port {port} link {state.lower()}"
     return True
 
 
@@ -206,7 +208,7 @@ def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any
 def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context."""
     severity = str(sym.fields.get("severity", ""))
-    if "Corrected" in severity and "Uncorrected" not in severity:
+    if severity.startswith("Correct"):  # Corrected (older kernels) / Correctable (newer)
         sym.role, sym.strength = "context", 0
     elif "Non-Fatal" in severity:
         sym.strength = 40

@@ -46,7 +46,7 @@ def xid_chain(ctx: EngineContext, rule_: Rule) -> int:
     """``Xid 45 ... caused by previous Xid N`` and Xid 154 (recovery action) support the Xid they
     follow on the same GPU."""
     count = 0
-    xids = [s for s in ctx.symptoms if s.kind == "xid" and s.dropped is None]
+    xids = [s for s in ctx.symptoms if s.kind == "xid"]
     for sym in xids:
         wanted = sym.fields.get("caused_by_xid")
         if sym.fields.get("code") != 154 and wanted is None:
@@ -63,10 +63,29 @@ def xid_chain(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
+@rule("refine.fallen_off_bus_with_xid79")
+def fallen_off_bus_with_xid79(ctx: EngineContext, rule_: Rule) -> int:
+    """The driver may print 'GPU has fallen off the bus' beside its Xid 79 line: one event, so the
+    message supports the Xid instead of standing as a second candidate."""
+    xid79 = [s for s in ctx.active() if s.kind == "xid" and s.fields.get("code") == 79]
+    skew = ctx.tolerance(ctx.settings.skew_s)
+    count = 0
+    for sym in ctx.active():
+        if sym.kind != "gpu_fallen_off_bus":
+            continue
+        twin = next((x for x in xid79 if x.node == sym.node and x.gpu == sym.gpu and x.time and sym.time
+                     and abs(x.time - sym.time) <= skew), None)
+        if twin is not None:
+            sym.role, sym.supports = "cascade", twin.id
+            count += 1
+    return count
+
+
 def _previous_xid(xids: list[Symptom], sym: Symptom, code: Optional[int]) -> Optional[Symptom]:
     best: Optional[Symptom] = None
     for other in xids:
-        if other is sym or other.node != sym.node or other.gpu != sym.gpu or other.fields.get("code") in (45, 154):
+        if other is sym or other.dropped or other.node != sym.node or other.gpu != sym.gpu \
+                or other.fields.get("code") in (45, 154):
             continue
         if code is not None and other.fields.get("code") != code:
             continue
@@ -91,7 +110,7 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
             continue
         if sym.kind not in ("cuda_error", "python_exception", "bus_error"):
             continue
-        cause = _hardware_before(ctx, hardware, sym)
+        cause = _hardware_before(ctx, hardware, sym, float(rule_.params.get("max_gap_s", 300)))
         if cause is not None:
             sym.role, sym.supports = "cascade", cause.id
             sym.notes.append(f"explained by {cause.kind} on {cause.node} ({cause.id})")
@@ -99,13 +118,19 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
-def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom) -> Optional[Symptom]:
+def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
+                     max_gap_s: float) -> Optional[Symptom]:
+    """The first hardware fault on the symptom's node between ``max_gap_s`` before its earliest
+    possible time and its latest possible time (plus clock skew)."""
     skew = ctx.tolerance(ctx.settings.skew_s)
+    latest = latest_time(sym)
     for cause in sorted(hardware, key=Symptom.sort_key):
         if cause.node != sym.node:
             continue
-        latest = latest_time(sym)
-        if cause.time is None or latest is None or cause.time <= latest + skew:
+        if cause.time is None or sym.time is None:
+            return cause
+        too_old = cause.time < sym.time - ctx.tolerance(max_gap_s)
+        if not too_old and (latest is None or cause.time <= latest + skew):
             return cause
     return None
 

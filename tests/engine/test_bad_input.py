@@ -1,0 +1,87 @@
+"""Bad input gets a diagnosis with a coverage note, never a traceback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from slurm_attrib.engine import Engine
+from slurm_attrib.errors import BundleError
+
+JOB = "job_id: '77'\nnodes: [node-01]\nstate: FAILED\nexit_code: '1:0'\nstart: 2026-11-20T10:00:00Z\n" \
+      "end: 2026-11-20T11:00:00Z\n"
+XID = b"Nov 20 10:30:10 node-01 kernel: NVRM: Xid (PCI:0000:02:00): 79, pid='<unknown>', name=<unknown>, " \
+      b"GPU has fallen off the bus.\n"
+
+
+def _bundle(root: Path, job: str = JOB) -> Path:
+    (root / "syslog").mkdir(parents=True)
+    (root / "applog").mkdir()
+    (root / "job.yaml").write_text(job)
+    return root
+
+
+def _notes(diag: object) -> str:
+    return " ".join(n for c in diag.coverage for n in c.notes)  # type: ignore[attr-defined]
+
+
+def test_binary_garbage_nul_and_invalid_utf8(engine: Engine, tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    (root / "syslog" / "node-01.log").write_bytes(os.urandom(300_000) + b"\n\x00\x00\xff\xfe\n" + XID)
+    diag = engine.diagnose(root)
+    assert diag.category == "gpu_hardware" and "NUL byte" in _notes(diag)
+
+
+def test_a_50_mb_line_is_cut_not_loaded(engine: Engine, tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    with open(root / "syslog" / "node-01.log", "wb") as handle:
+        handle.write(b"junk " * (10 << 20))
+        handle.write(b"\n" + XID)
+    diag = engine.diagnose(root)
+    assert diag.category == "gpu_hardware"
+    assert "longer than 1 MiB cut" in _notes(diag)
+
+
+def test_truncated_file_without_newline(engine: Engine, tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    (root / "syslog" / "node-01.log").write_bytes(XID + XID[:40])
+    assert engine.diagnose(root).category == "gpu_hardware"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_is_a_coverage_error(engine: Engine, tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    path = root / "syslog" / "node-01.log"
+    path.write_bytes(XID)
+    path.chmod(0)
+    diag = engine.diagnose(root)
+    assert "cannot read" in _notes(diag)
+
+
+def test_planted_symlink_is_not_followed(engine: Engine, tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(XID)
+    root = _bundle(tmp_path / "b")
+    (root / "syslog" / "node-01.log").symlink_to(secret)
+    diag = engine.diagnose(root)
+    assert diag.status == "unattributed"
+    assert "symbolic link; not followed" in _notes(diag)
+    assert "NVRM" not in str(diag.to_dict())
+
+
+def test_missing_and_broken_job_yaml(engine: Engine, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    diag = engine.diagnose(empty)
+    assert diag.status == "unattributed"
+    assert any(c.connector == "job_facts" and c.state == "error" for c in diag.coverage)
+    broken = _bundle(tmp_path / "broken", job="job_id: [unclosed\n")
+    diag = engine.diagnose(broken)
+    assert "invalid YAML" in _notes(diag)
+
+
+def test_not_a_directory_is_a_clear_error(engine: Engine, tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="not a bundle directory"):
+        engine.diagnose(tmp_path / "nope")

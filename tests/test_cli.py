@@ -1,0 +1,44 @@
+"""The CLI: every command has help text and is documented in the README; errors are one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from slurm_attrib.cli import build_parser, main
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, argparse.ArgumentParser]]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append((f"{prefix}{name}", sub))
+                out.extend(_commands(sub, f"{prefix}{name} "))
+    return out
+
+
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    commands = _commands(build_parser())
+    assert {"diagnose", "demo", "rules list", "rules lint", "rules test"} <= {c for c, _ in commands}
+    for name, sub in commands:
+        assert sub.description, f"{name} has no help text"
+        assert f"slurm-attrib {name}" in README, f"{name} is not documented in README.md"
+
+
+def test_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--no-site-rules", "--format", "json"]) == 0
+    diag = json.loads(capsys.readouterr().out)
+    assert diag["status"] == "attributed" and diag["category"] == "nvlink"
+    assert diag["culprit_nodes"] == ["node-02"] and diag["root_cause"]["gpu"] == "0000:3b:00"
+
+
+def test_missing_bundle_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["diagnose", "--no-site-rules", "--bundle", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a bundle directory" in err

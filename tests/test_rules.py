@@ -1,0 +1,84 @@
+"""Rules as data: every rule lints clean, has positive and negative fixtures, and passes them;
+the loader rejects duplicate ids with both places named; no rule turns a clean baseline into a
+verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_attrib.engine import Engine
+from slurm_attrib.errors import RuleError
+from slurm_attrib.rulelint import lint
+from slurm_attrib.ruleset import load_ruleset
+from slurm_attrib.ruletest import fixture_paths, run_fixture
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "rules"
+BASELINE = TESTS / "baseline"
+RULE_IDS = [r.id for r in load_ruleset(include_site=False).rules]
+
+
+def test_lint_clean_including_fixture_presence(engine: Engine) -> None:
+    errors = [str(i) for i in lint(engine.ruleset, FIXTURES) if i.severity == "error"]
+    assert errors == []
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+@pytest.mark.parametrize("kind", ["positive", "negative"])
+def test_rule_fixtures(engine: Engine, rule_id: str, kind: str) -> None:
+    paths = fixture_paths(FIXTURES, rule_id, kind)
+    assert paths, f"rule {rule_id} has no {kind} fixture under {FIXTURES / rule_id / kind}"
+    rule = engine.ruleset.get(rule_id)
+    assert rule is not None
+    failures = [f"{r.path}: {r.detail}" for r in (run_fixture(engine, rule, p, kind) for p in paths) if not r.passed]
+    assert failures == []
+
+
+def test_duplicate_rule_id_names_both_places() -> None:
+    dup = b"id: kernel.nvidia_xid\nversion: 1\nphase: extract\ntitle: t\ndescription: a duplicate id\n" \
+          b"match: {source: kernel, anchors: [NVRM], regex: NVRM}\n"
+    with pytest.raises(RuleError, match=r"site/dup.yaml:1: duplicate rule id 'kernel.nvidia_xid' \(first "
+                                        r"defined at rules/kernel/nvidia_xid.yaml:1\)"):
+        load_ruleset(include_site=False, extra=[("site/dup.yaml", dup)])
+
+
+def test_invalid_rule_reports_path_and_line() -> None:
+    bad = b"id: app.bad\nversion: 1\nphase: extract\ntitle: t\ndescription: d\nmatch:\n  source: app\n" \
+          b"  anchors: [oops]\n  regex: '(unclosed'\n"
+    with pytest.raises(RuleError, match=r"site/bad.yaml:7: match.regex does not compile"):
+        load_ruleset(include_site=False, extra=[("site/bad.yaml", bad)])
+
+
+def test_site_rules_directory_is_loaded(tmp_path: Path) -> None:
+    (tmp_path / "local.yaml").write_text(
+        "id: app.site_disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"
+        "description: the site's own quota message\nreferences: []\n"
+        "match: {source: app, anchors: ['Disk quota exceeded'], regex: 'Disk quota exceeded'}\n"
+        "emit: {kind: quota, role: candidate, category: storage, responsible: workload, strength: 50}\n")
+    ruleset = load_ruleset(site_dir=str(tmp_path))
+    rule = ruleset.get("app.site_disk_quota")
+    assert rule is not None and rule.origin == "site"
+
+
+@pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "kernel").glob("*.log")))
+def test_clean_kernel_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: str) -> None:
+    _baseline_bundle(tmp_path, "syslog/node-01.log", BASELINE / "kernel" / log)
+    diag = engine.diagnose(tmp_path)
+    assert diag.status == "unattributed" and diag.root_cause is None, diag.summary
+
+
+@pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "app").glob("*.log")))
+def test_clean_app_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: str) -> None:
+    _baseline_bundle(tmp_path, "applog/job.out", BASELINE / "app" / log)
+    diag = engine.diagnose(tmp_path)
+    assert diag.status == "unattributed" and diag.root_cause is None, diag.summary
+    assert not [s for s in diag.supporting if s.role == "candidate"]
+
+
+def _baseline_bundle(root: Path, rel: str, source: Path) -> None:
+    (root / "job.yaml").write_text("job_id: '1'\nnodes: [node-01]\nstate: COMPLETED\nexit_code: '0:0'\n")
+    target = root / rel
+    target.parent.mkdir(parents=True)
+    target.write_bytes(source.read_bytes())
