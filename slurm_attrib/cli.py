@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import __version__, canonical
+from . import __version__, canonical, cli_slurm, cli_store
 from .errors import AttribError
 from .render import render_text
 
@@ -32,6 +32,7 @@ def _print_diagnosis(diag_dict: dict[str, object], text: str, fmt: str) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     diag = _engine(args).diagnose(args.bundle)
+    cli_store.record_if_asked(args, diag, args.bundle)
     _print_diagnosis(diag.to_dict(), render_text(diag) if args.format == "text" else "", args.format)
     return 0
 
@@ -141,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--rule", help="test only this rule id")
             p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures too")
         p.set_defaults(func=func)
+    cli_store.register(sub)
+    cli_slurm.register(sub)
     return parser
 
 
