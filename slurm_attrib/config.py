@@ -1,0 +1,183 @@
+"""Configuration: one main YAML file plus ``conf.d/*.yaml`` drop-ins read in sorted order.
+
+The main file is ``/etc/slurm-attrib/slurm-attrib.yaml``; ``$SLURM_ATTRIB_CONFIG`` overrides the
+path. Drop-ins merge over it key by key (mappings merge, other values replace). Every key is
+documented in ``etc/slurm-attrib.yaml``. Unknown keys are an error naming the file, so a typo never
+silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+import yaml
+
+from .engine.context import EngineSettings
+from .errors import ConfigError
+
+DEFAULT_PATH = "/etc/slurm-attrib/slurm-attrib.yaml"
+ENV_PATH = "SLURM_ATTRIB_CONFIG"
+
+
+@dataclass(frozen=True)
+class SpoolConfig:
+    """Where node bundles and queued jobs wait for the finalizer."""
+
+    dir: str = "/var/spool/slurm-attrib"
+    http_url: str = ""  # POST node bundles here instead of (or before) the shared directory
+    http_timeout_s: float = 3.0
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    """The node epilog's collector."""
+
+    budget_s: float = 10.0  # the whole collector, enforced by the wrapper's `timeout -k`
+    capture_always: bool = False  # also collect for jobs that ended 0:0 with derived 0:0
+    source_timeout_s: float = 3.0  # each tool (journalctl, nvidia-smi, dcgmi) on its own
+    max_bundle_bytes: int = 8 << 20  # size cap of one node bundle
+    window_before_s: float = 300.0  # kernel log taken from this long before the job start
+    window_after_s: float = 60.0  # ... to this long after its end
+    log_file: str = "/var/log/slurm-attrib/epilog.log"
+
+
+@dataclass(frozen=True)
+class FinalizerConfig:
+    """The controller-side finalizer."""
+
+    node_bundle_deadline_s: float = 20.0  # wait this long for node bundles after the job's end
+    poll_interval_s: float = 1.0
+    sacct_retries: int = 5
+    sacct_retry_delay_s: float = 2.0
+    command_timeout_s: float = 20.0  # every sacct/scontrol/sacctmgr call
+    history_days: int = 30  # node history window for the repeat-offender rule
+    app_log_tail_bytes: int = 4 << 20  # tail of the job's StdOut/StdErr read into the bundle
+    write_admin_comment: bool = True
+
+
+@dataclass(frozen=True)
+class RemediationConfig:
+    """Opt-in draining of culprit nodes. Off by default."""
+
+    drain: bool = False
+    dry_run: bool = True
+    max_nodes_per_hour: int = 2
+    max_partition_percent: float = 5.0
+    require_repeat_offender: bool = False
+    categories: tuple[str, ...] = ("gpu_hardware", "gpu_memory", "nvlink", "network")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    path: str = "/var/lib/slurm-attrib/store.sqlite"
+    busy_timeout_s: float = 30.0
+    max_bundle_bytes: int = 16 << 20
+
+
+@dataclass(frozen=True)
+class Config:
+    cluster: str = ""
+    rules_dir: str = "/etc/slurm-attrib/rules.d"
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    spool: SpoolConfig = field(default_factory=SpoolConfig)
+    collector: CollectorConfig = field(default_factory=CollectorConfig)
+    finalizer: FinalizerConfig = field(default_factory=FinalizerConfig)
+    remediation: RemediationConfig = field(default_factory=RemediationConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    sources: tuple[str, ...] = ()  # the files that were read, in order
+
+
+T = TypeVar("T")
+
+
+def load_config(path: Optional[str] = None) -> Config:
+    """Read the main file (if it exists) and its ``conf.d`` drop-ins; defaults for the rest."""
+    main = Path(path or os.environ.get(ENV_PATH) or DEFAULT_PATH)
+    merged: dict[str, Any] = {}
+    sources: list[str] = []
+    candidates = [main] + (sorted((main.parent / "conf.d").glob("*.yaml")) if main.parent.is_dir() else [])
+    for file in candidates:
+        if not file.is_file():
+            continue
+        data = _read(file)
+        _merge(merged, data)
+        sources.append(str(file))
+    config = _build(Config, merged, "config")
+    return _replace(config, sources=tuple(sources))
+
+
+def _read(file: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{file}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: expected a mapping at the top level")
+    return data
+
+
+def _merge(into: dict[str, Any], data: dict[str, Any]) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _build(cls: type[T], data: Any, where: str) -> T:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping")
+    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(known) - {"sources"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    defaults = cls()
+    for name, value in data.items():
+        current = getattr(defaults, name)
+        if is_dataclass(current):
+            values[name] = _build(type(current), value, f"{where}.{name}")
+        elif isinstance(current, tuple):
+            values[name] = _tuple(name, value, where)
+        else:
+            values[name] = _scalar(current, value, f"{where}.{name}")
+    return cls(**values)
+
+
+def _tuple(name: str, value: Any, where: str) -> tuple[Any, ...]:
+    if isinstance(value, dict):  # e.g. node_history: {node-01: 3}
+        return tuple(sorted((str(k), v) for k, v in value.items()))
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}.{name}: expected a list")
+    return tuple(value)
+
+
+def _scalar(current: Any, value: Any, where: str) -> Any:
+    if isinstance(current, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false")
+        return value
+    if isinstance(current, (int, float)) and not isinstance(current, bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number")
+        return type(current)(value)
+    if isinstance(current, str):
+        if not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{where}: expected a string")
+        return str(value)
+    return value
+
+
+def _replace(config: Config, **changes: Any) -> Config:
+    from dataclasses import replace
+
+    return replace(config, **changes)
