@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Optional
 
 SCHEMA_VERSION = 1
@@ -84,11 +85,12 @@ class JobFacts:
     array_job_id: str = ""
     array_task_id: str = ""
 
+    @cached_property
+    def _rank_map(self) -> dict[int, str]:
+        return dict(self.ranks)
+
     def rank_node(self, rank: int) -> Optional[str]:
-        for r, node in self.ranks:
-            if r == rank:
-                return node
-        return None
+        return self._rank_map.get(rank)
 
     def node_for_address(self, address: str) -> Optional[str]:
         for addr, node in self.addresses:

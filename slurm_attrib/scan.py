@@ -17,7 +17,7 @@ import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Callable, Optional, Protocol
+from typing import IO, Any, Callable, Optional, Protocol
 
 BLOCK_BYTES = 1 << 20
 LOOKAHEAD_BYTES = 64 << 10
@@ -96,6 +96,21 @@ class Line:
             stop = begin - 1
 
 
+_np: Any
+try:  # numpy counts newlines ~10x faster than bytes.count; optional (the `fast` extra)
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised by the pure fallback
+    _np = None
+
+
+def count_newlines(buf: bytes, start: int, end: int) -> int:
+    """Number of b"\\n" in buf[start:end]; the scan's hot loop, vectorised when numpy is present."""
+    if _np is None or end - start < 4096:
+        return buf.count(b"\n", start, end)
+    view = _np.frombuffer(buf, dtype=_np.uint8, count=end - start, offset=start)
+    return int(_np.count_nonzero(view == 10))
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 and NUL become U+FFFD, CR is dropped."""
     text = raw[:MAX_TEXT_CHARS * 4].decode("utf-8", errors="replace")
@@ -157,7 +172,7 @@ def _emit_hits(seg: _Segment, prefilter: Prefilter, on_line: Callable[[Line], No
         start = max(start, seg.begin)
         stop = buf.find(b"\n", pos, seg.end)
         stop = seg.end if stop < 0 else stop
-        count_line += buf.count(b"\n", count_pos, start)
+        count_line += count_newlines(buf, count_pos, start)
         count_pos = start
         st.hits += 1
         on_line(Line(text=decode(buf[start:stop]), lineno=count_line, offset=seg.offset_of(start),
@@ -192,7 +207,7 @@ class _BlockReader:
                     continue
             yield _Segment(buf, begin, end, base_offset, line, skips)
             consumed = min(len(buf), end + 1)
-            lines = buf.count(b"\n", begin, consumed)
+            lines = count_newlines(buf, begin, consumed)
             self._st.lines += lines
             line += lines
             keep_from = buf.find(b"\n", max(0, consumed - LOOKBACK_BYTES), consumed) + 1
@@ -227,7 +242,8 @@ class _BlockReader:
             self._failed = True
         data = b"".join(pieces)
         self._st.bytes += len(data)
-        self._st.nul_bytes += data.count(b"\x00")
+        if b"\x00" in data:
+            self._st.nul_bytes += data.count(b"\x00")
         return data
 
     def _append(self, buf: bytes, data: bytes,

@@ -118,3 +118,12 @@ def test_open_evidence_refuses_symlinks(tmp_path: Path) -> None:
     link.symlink_to(secret)
     with pytest.raises(OSError):
         open_evidence(link)
+
+
+def test_newline_counting_with_and_without_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"".join(f"line {i}{' HIT' if i % 97 == 0 else ''}\n".encode() for i in range(20_000))
+    with_numpy = [h.lineno for h in _hits(data, [b"HIT"])]
+    monkeypatch.setattr(scan, "_np", None)
+    without = [h.lineno for h in _hits(data, [b"HIT"])]
+    assert with_numpy == without == [i + 1 for i in range(20_000) if i % 97 == 0]
+    assert scan.count_newlines(data, 0, len(data)) == 20_000

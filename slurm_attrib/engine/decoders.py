@@ -14,7 +14,7 @@ from ..model import Symptom
 from ..nvidia import xid as nv
 from ..scan import Line
 from .context import EngineContext
-from .extract import match_node, split_rank
+from .extract import match_node, split_rank, stream_key
 from .registry import decoder
 
 _TRACEBACK_HEAD = "Traceback (most recent call last)"
@@ -111,12 +111,12 @@ def decode_fallen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 @decoder("python_traceback")
 def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Keep an exception line only when a traceback header of the same rank precedes it."""
-    stream = extra.get("stream")
+    stream = stream_key(extra.get("stream"))
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
-        if prefix == stream and rest.startswith(_TRACEBACK_HEAD):
+        if stream_key(prefix) == stream and rest.startswith(_TRACEBACK_HEAD):
             sym.fields["traceback_lines"] = count + 1
-            frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if r[0] == stream]
+            frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if stream_key(r[0]) == stream]
             location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
             if location:
                 sym.fields["location"] = location[:200]
@@ -218,4 +218,54 @@ def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
         pci = nv.normalise_pci(device)
         if facts and facts.uuid_for(pci) is not None:
             sym.gpu = pci
+    return True
+
+
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+@decoder("dcgm_sample")
+def decode_dcgm(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A dcgm-exporter sample: keep non-zero values, identify the GPU from its labels."""
+    try:
+        value = float(str(sym.fields.get("value", "0")))
+    except ValueError:
+        return False
+    if value <= 0 or value >= 9.2e18:  # zero, or DCGM's 'blank' sentinel for unsupported fields
+        return False
+    labels = dict(_LABEL.findall(str(sym.fields.pop("labels", ""))))
+    sym.fields["value"] = int(value) if value.is_integer() else value
+    if labels.get("pci_bus_id"):
+        try:
+            sym.gpu = nv.normalise_pci(labels["pci_bus_id"])
+            sym.fields["pci"] = sym.gpu
+        except ValueError:
+            pass
+    for key in ("UUID", "uuid"):
+        if labels.get(key):
+            sym.fields["uuid"] = labels[key]
+    host = labels.get("hostname") or labels.get("Hostname")
+    if host and sym.node is None:
+        sym.node = match_node(ctx.job.nodes, host)
+    return True
+
+
+_DESYNC_RANK = re.compile(r"^\s*\[(\d+(?:, \d+)*)\] (?:finished|joined|did not|didn't|started|never)")
+
+
+@decoder("desync_report")
+def decode_desync(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Collect the ranks listed under 'the lagging/dead/mismatched ranks that caused the desync are:'."""
+    ranks: list[int] = []
+    for text in line.following(20):
+        match = _DESYNC_RANK.match(split_rank(text)[1])
+        if not match:
+            break
+        ranks.extend(int(r) for r in match.group(1).split(", "))
+    if not ranks:
+        return False
+    sym.fields["lagging_ranks"] = sorted(set(ranks))
+    nodes = sorted({n for n in (ctx.job.rank_node(r) for r in ranks) if n})
+    if nodes:
+        sym.fields["lagging_nodes"] = nodes
     return True

@@ -44,6 +44,15 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         text = text[match.end():]
 
 
+def stream_key(stream: Optional[Stream]) -> Optional[tuple[Optional[int], Optional[int]]]:
+    """Which rank's output a line is, whatever mix of prefixes carries it: ``9: [rank9]:`` and ``9: ``
+    are the same stream."""
+    if stream is None:
+        return None
+    label, rank, local = stream
+    return (rank if rank is not None else label, local)
+
+
 def global_rank(stream: Optional[Stream], node: Optional[str], job: JobFacts) -> tuple[Optional[int], Optional[int]]:
     """(global rank, local rank) of a stream: ``[rankN]`` is global; a torchrun ``[defaultN]`` is local
     to its node (global through the node's sorted ranks); a bare srun label is the task = the rank."""
@@ -83,6 +92,8 @@ class Extractor:
             self._scan_file(ctx, bf)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
+        if bf.source == "scheduler":
+            return  # read by the scheduler.* Python rules
         cov = ctx.coverage_for(_connector(bf.source))
         cov.files += 1
         rules = self.line_rules.get(bf.source, [])
@@ -136,6 +147,19 @@ class _LineHandler:
     def __init__(self, ctx: EngineContext, bf: BundleFile, rules: list[Rule], timectx: TimeContext) -> None:
         self.ctx, self.bf, self.rules, self.timectx = ctx, bf, rules, timectx
         self.found = 0
+        self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
+
+    def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
+        """Like :func:`_infer_time`, but stops at the last hit line of the same stream whose stamp is
+        already known, so a burst of unstamped hits costs what lies between them, not 200 lines each."""
+        known = self._seen.get(stream_key(stream))
+        limit = min(200, line.lineno - known[0] - 1) if known else 200
+        found = _infer_time(line, stream, self.timectx, limit, want_any=known is None)
+        if found is None and known is not None:
+            found = known[1]
+        if found is not None:
+            self._seen[stream_key(stream)] = (line.lineno, found)
+        return found
 
     def __call__(self, line: Line) -> None:
         stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
@@ -159,8 +183,10 @@ class _LineHandler:
 
     def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
         stamp = parse_line_time(text, self.timectx)
-        if stamp.time is None and self.bf.source == SOURCE_APP:
-            inferred = _infer_time(line, stream, self.timectx)
+        if stamp.time is not None:
+            self._seen[stream_key(stream)] = (line.lineno, stamp)
+        elif self.bf.source == SOURCE_APP:
+            inferred = self._infer(line, stream)
             if inferred is not None:
                 return ParsedStamp(time=inferred.time, message=stamp.message, fmt=stamp.fmt, host=stamp.host,
                                    uptime=stamp.uptime,
@@ -211,20 +237,25 @@ def _typed(key: str, value: str) -> Any:
     return value.strip()
 
 
-def _infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optional[ParsedStamp]:
-    """The stamp of the nearest preceding line of the same rank (or any line if none)."""
+def _infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: int = 200,
+                want_any: bool = True) -> Optional[ParsedStamp]:
+    """The stamp of the nearest preceding line of the same rank (or, with ``want_any``, of any line)."""
     fallback: Optional[ParsedStamp] = None
-    for count, previous in enumerate(line.preceding(200)):
+    wanted = stream_key(rank)
+    for count, previous in enumerate(line.preceding(limit)):
+        if fallback is not None and count > 50:
+            break
         prev_rank, rest = split_rank(previous)
+        same = stream_key(prev_rank) == wanted
+        if not same and (fallback is not None or not want_any):
+            continue
         stamp = parse_line_time(rest, timectx)
         if stamp.time is None:
             continue
-        if prev_rank == rank:
+        if same:
             return stamp
-        if fallback is None:
+        if fallback is None and want_any:
             fallback = stamp
-        if count > 50 and fallback is not None:
-            break
     return fallback
 
 
@@ -232,12 +263,16 @@ def _next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Opti
     """The stamp of the next line of the same rank (else of any rank): an upper bound for an
     unstamped line."""
     fallback: Optional[datetime] = None
+    wanted = stream_key(rank)
     for following in line.following(100):
         next_rank, rest = split_rank(following)
+        same = stream_key(next_rank) == wanted
+        if not same and fallback is not None:
+            continue
         stamp = parse_line_time(rest, timectx)
         if stamp.time is None:
             continue
-        if next_rank == rank:
+        if same:
             return stamp.time
         fallback = fallback or stamp.time
     return fallback
@@ -322,3 +357,54 @@ def _job_yaml_line(ctx: EngineContext, key: str) -> int:
     except OSError:
         pass
     return 0
+
+
+SACCT_FAILED_STATES = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT", "CANCELLED", "PREEMPTED", "BOOT_FAIL")
+
+
+@register_rule("scheduler.sacct_steps")
+def sacct_steps(ctx: EngineContext, rule_: Rule) -> int:
+    """Failed steps from ``sacct --parsable2`` output in the bundle (``sacct/*.txt``, header line
+    first), each with its file and line as evidence."""
+    count = 0
+    for bf in ctx.bundle.files:
+        if bf.source != "scheduler" or not bf.rel.endswith(".txt"):
+            continue
+        cov = ctx.coverage_for("sacct")
+        cov.files += 1
+        try:
+            with open_evidence(bf.path) as handle:
+                lines = handle.read(4 << 20).decode("utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            cov.notes.append(f"{bf.rel}: cannot read: {exc.strerror or exc}")
+            continue
+        cov.lines += len(lines)
+        found = _sacct_records(ctx, rule_, bf.rel, lines)
+        cov.symptoms += found
+        count += found
+    return count
+
+
+def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) -> int:
+    header: list[str] = []
+    found = 0
+    for number, text in enumerate(lines, start=1):
+        if not text or text.startswith(("#", "$")):
+            continue
+        cells = text.split("|")
+        if not header:
+            header = [c.strip().lower() for c in cells]
+            continue
+        row = dict(zip(header, cells))
+        step, state = row.get("jobid", ""), row.get("state", "").split(" ")[0]
+        if "." not in step or state not in SACCT_FAILED_STATES:
+            continue
+        evidence = EvidenceRef(source="scheduler", node=None, file=rel, line=number, offset=0, time=None,
+                               raw=text[:RAW_LINE_CAP])
+        fields = {"step": step, "state": state, "exit_code": row.get("exitcode", ""),
+                  "nodelist": row.get("nodelist", "")}
+        ctx.symptoms.append(Symptom(kind="step_state", rule_id=rule_.id, node=None, time=None, evidence=[evidence],
+                                    fields=fields, role="context",
+                                    summary=f"step {step} {state.lower()} exit {fields['exit_code']}"))
+        found += 1
+    return found

@@ -222,3 +222,21 @@ def demote_cascades(ctx: EngineContext, rule_: Rule) -> int:
             sym.notes.append(f"a later or weaker candidate than {root.id}")
         count += 1
     return count
+
+
+@rule("refine.dcgm_corroboration")
+def dcgm_corroboration(ctx: EngineContext, rule_: Rule) -> int:
+    """DCGM samples on the GPU of a kernel candidate support it; the candidate notes the sample."""
+    kernel = [s for s in ctx.active() if s.role == "candidate" and s.gpu and s.evidence
+              and s.evidence[0].source == "kernel"]
+    count = 0
+    for sym in ctx.active():
+        if sym.kind not in ("dcgm_xid", "dcgm_memory_error") or sym.gpu is None:
+            continue
+        target = next((k for k in sorted(kernel, key=Symptom.sort_key)
+                       if k.node == sym.node and k.gpu == sym.gpu), None)
+        if target is not None:
+            sym.supports = target.id
+            target.notes.append(f"corroborated by {sym.summary}")
+            count += 1
+    return count
