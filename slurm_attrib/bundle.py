@@ -21,6 +21,7 @@ from .model import SOURCE_APP, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, 
 from .timestamps import parse_iso
 
 JOB_FILE = "job.yaml"
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: job.yaml of 4,096 ranks
 MAX_YAML_BYTES = 4 * 1024 * 1024
 SOURCE_DIRS = {
     "syslog": SOURCE_KERNEL,
@@ -91,7 +92,7 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         return None
     try:
         data = _read_regular_file(path, MAX_YAML_BYTES)
-        return yaml.safe_load(data.decode("utf-8", errors="replace"))
+        return yaml.load(data.decode("utf-8", errors="replace"), Loader=_SAFE_LOADER)  # noqa: S506 - safe loader
     except (OSError, ValueError) as exc:
         problems.append(f"{path.name}: unreadable ({exc})")
     except yaml.YAMLError as exc:

@@ -92,6 +92,17 @@ class JobFacts:
     def rank_node(self, rank: int) -> Optional[str]:
         return self._rank_map.get(rank)
 
+    @cached_property
+    def _node_ranks(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for rank, node in self.ranks:  # ranks are sorted
+            out.setdefault(node, []).append(rank)
+        return out
+
+    def node_ranks(self, node: str) -> list[int]:
+        """The global ranks on ``node``, ascending (local rank i is the i-th)."""
+        return self._node_ranks.get(node, [])
+
     def node_for_address(self, address: str) -> Optional[str]:
         for addr, node in self.addresses:
             if addr == address:

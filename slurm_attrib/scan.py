@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional, Protocol
 
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 1 << 22
 LOOKAHEAD_BYTES = 64 << 10
 MAX_LINE_BYTES = 1 << 20
 LOOKBACK_BYTES = 64 << 10

@@ -21,6 +21,7 @@ class EngineSettings:
     skew_s: float = 2.0  # clock skew tolerated between nodes and between kernel and app logs
     ambiguity_s: float = 1.0  # unrelated root candidates closer than this make the verdict ambiguous
     supporting_per_group: int = 5  # supporting symptoms listed per (kind, node); the rest are counted
+    supporting_max: int = 100  # supporting symptoms listed in all; the rest are counted per kind
     max_evidence: int = 200  # evidence lines listed in a diagnosis
     node_history: tuple[tuple[str, int], ...] = ()  # (node, past culprit count) from the store
 

@@ -62,9 +62,31 @@ def global_rank(stream: Optional[Stream], node: Optional[str], job: JobFacts) ->
     if rank is not None:
         return rank, local
     if local is not None:
-        node_ranks = sorted(r for r, n in job.ranks if n == node) if node else []
+        node_ranks = job.node_ranks(node) if node else []
         return (node_ranks[local] if local < len(node_ranks) else None), local
     return label, None
+
+
+class AnchorIndex:
+    """Which rules a hit line concerns: one regex over the anchors of a source's rules, so a line is
+    tested against the rules whose anchors it holds instead of against every rule."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = rules
+        anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
+        self._pattern = re.compile("|".join(re.escape(a.rstrip("\n")) for a in anchors))
+        owners: dict[str, set[int]] = defaultdict(set)
+        for index, rule in enumerate(rules):
+            for anchor in rule.match.anchors if rule.match else ():
+                owners[anchor.rstrip("\n")].add(index)
+        # a longer anchor found at a position also stands for every anchor it contains
+        self._owners = {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
+
+    def rules_for(self, text: str) -> list[Rule]:
+        found: set[int] = set()
+        for match in self._pattern.finditer(text):
+            found.update(self._owners[match.group(0)])
+        return [self.rules[i] for i in sorted(found)]
 
 
 class Extractor:
@@ -78,6 +100,7 @@ class Extractor:
                 self.python_rules.append(rule)
             else:
                 self.line_rules[rule.match.source].append(rule)
+        self.indexes = {source: AnchorIndex(rs) for source, rs in sorted(self.line_rules.items())}
         self.prefilters: dict[str, Prefilter] = {
             source: prefilters.build([a.encode() for r in rs if r.match for a in r.match.anchors])
             for source, rs in sorted(self.line_rules.items())
@@ -101,7 +124,7 @@ class Extractor:
             cov.reason = f"collected but not judged: no rule reads {bf.source} files yet"
             return
         timectx = time_context(ctx, bf.node)
-        handler = _LineHandler(ctx, bf, rules, timectx)
+        handler = _LineHandler(ctx, bf, self.indexes[bf.source], timectx)
         stats = ScanStats()
         try:
             with open_evidence(bf.path) as stream:
@@ -144,8 +167,8 @@ def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
 class _LineHandler:
     """Called for every prefilter hit of one file."""
 
-    def __init__(self, ctx: EngineContext, bf: BundleFile, rules: list[Rule], timectx: TimeContext) -> None:
-        self.ctx, self.bf, self.rules, self.timectx = ctx, bf, rules, timectx
+    def __init__(self, ctx: EngineContext, bf: BundleFile, index: AnchorIndex, timectx: TimeContext) -> None:
+        self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
         self.found = 0
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
 
@@ -164,10 +187,8 @@ class _LineHandler:
     def __call__(self, line: Line) -> None:
         stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
         stamp: Optional[ParsedStamp] = None
-        for rule in self.rules:
+        for rule in self.index.rules_for(text):
             assert rule.match is not None
-            if not any(a in text for a in rule.match.anchors):
-                continue
             match = rule.match.regex.search(text)
             if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
                 continue
@@ -264,7 +285,9 @@ def _next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Opti
     unstamped line."""
     fallback: Optional[datetime] = None
     wanted = stream_key(rank)
-    for following in line.following(100):
+    for count, following in enumerate(line.following(100)):
+        if fallback is not None and count > 20:
+            break
         next_rank, rest = split_rank(following)
         same = stream_key(next_rank) == wanted
         if not same and fallback is not None:

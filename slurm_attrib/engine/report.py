@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Optional
 
 from ..model import Coverage, Diagnosis, EvidenceRef, RuleFired, Symptom
@@ -54,7 +54,20 @@ def _supporting(ctx: EngineContext, root: Optional[Symptom]) -> list[Symptom]:
         if len(members) > limit:
             kept[0].fields["similar_omitted"] = len(members) - limit
         chosen.extend(kept)
-    return sorted(chosen, key=Symptom.sort_key)
+    chosen.sort(key=Symptom.sort_key)
+    return _cap_total(ctx, chosen, sum(len(m) for m in groups.values()))
+
+
+def _cap_total(ctx: EngineContext, chosen: list[Symptom], total: int) -> list[Symptom]:
+    """At most ``supporting_max`` listed, earliest first; an annotation counts what is left out by kind."""
+    cap = ctx.settings.supporting_max
+    if len(chosen) <= cap:
+        return chosen
+    left = Counter(s.kind for s in chosen[cap:])
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(left.items()))
+    ctx.outcome.annotations.append(f"{total} supporting symptoms in all; {len(chosen) - cap} more not listed "
+                                   f"({kinds})")
+    return chosen[:cap]
 
 
 def _supports(sym: Symptom, root: Symptom, by_id: dict[str, Symptom]) -> bool:
