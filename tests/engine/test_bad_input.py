@@ -85,3 +85,21 @@ def test_missing_and_broken_job_yaml(engine: Engine, tmp_path: Path) -> None:
 def test_not_a_directory_is_a_clear_error(engine: Engine, tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="not a bundle directory"):
         engine.diagnose(tmp_path / "nope")
+
+
+def test_fifo_in_the_bundle_never_blocks(engine: Engine, tmp_path: Path) -> None:
+    root = _bundle(tmp_path)
+    os.mkfifo(root / "syslog" / "node-01.log")
+    diag = engine.diagnose(root)
+    assert "not a regular file; skipped" in _notes(diag)
+
+
+def test_read_error_mid_file_keeps_what_was_read(engine: Engine, tmp_path: Path) -> None:
+    import gzip
+
+    root = _bundle(tmp_path)
+    data = gzip.compress(XID + os.urandom(200_000))
+    (root / "syslog" / "node-01.log.gz").write_bytes(data[: len(data) // 2])
+    diag = engine.diagnose(root)
+    assert diag.category == "gpu_hardware"
+    assert "read stopped" in _notes(diag)
