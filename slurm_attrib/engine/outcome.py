@@ -125,8 +125,23 @@ def _unattributed_summary(ctx: EngineContext) -> str:
     if cascades:
         kinds = sorted({s.kind for s in cascades})
         return (f"only downstream symptoms ({', '.join(kinds)}) on {len({s.node for s in cascades})} node(s); "
-                "the evidence names no root cause")
+                "the evidence names no root cause" + _pointers(cascades))
     return f"job {job.state.lower() or 'failed'} (exit {job.exit_code}); the evidence names no root cause"
+
+
+def _pointers(cascades: list[Symptom]) -> str:
+    """Nodes that downstream symptoms point at (NCCL/IB peers, lagging ranks of a desync report):
+    where to look next, not a verdict."""
+    named: dict[str, set[str]] = {}
+    for sym in cascades:
+        peer = sym.fields.get("peer_node")
+        if isinstance(peer, str):
+            named.setdefault(peer, set()).add("named as nccl peer")
+        for node in sym.fields.get("lagging_nodes") or ():
+            named.setdefault(str(node), set()).add("lagging in a desync report")
+    if not named:
+        return ""
+    return "; look at " + ", ".join(f"{node} ({' and '.join(sorted(why))})" for node, why in sorted(named.items()))
 
 
 def run_declarative_post(ctx: EngineContext, rule_: Rule) -> int:
