@@ -11,6 +11,7 @@ from ..model import Symptom
 from ..ruleset import Rule
 from ..timestamps import format_utc
 from .context import EngineContext
+from .extract import latest_time
 from .registry import rule
 
 
@@ -149,3 +150,23 @@ def teardown_after_failure(ctx: EngineContext, rule_: Rule) -> int:
 def _first_failure(ctx: EngineContext) -> Symptom | None:
     timed = [s for s in ctx.active() if s.time is not None and s.role in ("candidate", "cascade")]
     return min(timed, key=Symptom.sort_key) if timed else None
+
+
+@rule("filter.exception_long_before_end")
+def exception_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
+    """A Python exception the job outlived by far (logged and handled, or a warning's traceback) did
+    not end it: it stays as context instead of competing for the root cause."""
+    end = ctx.job.end or ctx.window_end
+    if end is None:
+        return 0
+    limit = timedelta(seconds=float(rule_.params.get("max_before_end_s", 900)))
+    count = 0
+    for sym in ctx.active():
+        if sym.kind != "python_exception" or sym.role != "candidate":
+            continue
+        latest = latest_time(sym)
+        if latest is not None and end - latest > limit:
+            sym.role, sym.strength = "context", 0
+            sym.notes.append(f"the job ran on for {int((end - latest).total_seconds())} s after it")
+            count += 1
+    return count
