@@ -92,7 +92,7 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         return None
     try:
         data = _read_regular_file(path, MAX_YAML_BYTES)
-        return yaml.load(data.decode("utf-8", errors="replace"), Loader=_SAFE_LOADER)  # noqa: S506 - safe loader
+        return yaml.load(data.decode("utf-8", errors="replace"), Loader=_SAFE_LOADER)
     except (OSError, ValueError) as exc:
         problems.append(f"{path.name}: unreadable ({exc})")
     except yaml.YAMLError as exc:
@@ -139,6 +139,7 @@ def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
         node_bundles=tuple(sorted((str(k), _text(v)) for k, v in bundles.items()))
         if isinstance(bundles, dict) else (),
         timezone=_text(raw.get("timezone")) or "UTC",
+        gpus_per_node=_int(raw.get("gpus_per_node"), 0) or None,
         restart_count=_int(raw.get("restart_count"), 0),
         array_job_id=_text(raw.get("array_job_id")),
         array_task_id=_text(raw.get("array_task_id")),

@@ -81,6 +81,7 @@ class JobFacts:
     addresses: tuple[tuple[str, str], ...] = ()  # (address, node)
     node_bundles: tuple[tuple[str, str], ...] = ()  # (node, ok|missing|error)
     timezone: str = "UTC"
+    gpus_per_node: Optional[int] = None
     restart_count: int = 0
     array_job_id: str = ""
     array_task_id: str = ""
@@ -123,6 +124,7 @@ class JobFacts:
             "derived_exit_code": self.derived_exit_code,
             "steps": [s.to_dict() for s in self.steps],
             "restart_count": self.restart_count,
+            "gpus_per_node": self.gpus_per_node,
             "array_job_id": self.array_job_id,
             "array_task_id": self.array_task_id,
         }

@@ -24,6 +24,7 @@ class EngineSettings:
     supporting_max: int = 100  # supporting symptoms listed in all; the rest are counted per kind
     max_evidence: int = 200  # evidence lines listed in a diagnosis
     node_history: tuple[tuple[str, int], ...] = ()  # (node, past culprit count) from the store
+    node_history_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (node, those earlier job ids)
 
 
 @dataclass

@@ -180,12 +180,16 @@ def root_actions(ctx: EngineContext, rule_: Rule) -> int:
 def repeat_offender(ctx: EngineContext, rule_: Rule) -> int:
     """Flag a culprit node that the store already knows as the culprit of earlier jobs."""
     history = dict(ctx.settings.node_history)
+    jobs = dict(ctx.settings.node_history_jobs)
     threshold = int(rule_.params.get("min_jobs", 3))
     count = 0
     for node in ctx.outcome.culprit_nodes:
         past = history.get(node, 0)
         if past + 1 >= threshold:
-            ctx.outcome.annotations.append(f"repeat offender: {node} was the culprit of {past} earlier job(s)")
+            earlier = list(jobs.get(node, ()))
+            listed = f": jobs {', '.join(earlier[:10])}{' ...' if len(earlier) > 10 else ''}" if earlier else ""
+            ctx.outcome.annotations.append(f"repeat offender: {node} was the culprit of {past} earlier job(s)"
+                                           f"{listed}")
             count += 1
     return count
 

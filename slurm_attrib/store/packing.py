@@ -1,0 +1,149 @@
+"""The evidence bundle of a diagnosis as a gzip-compressed tar, size-capped, so any verdict can be re-run.
+
+Packing never follows a symlink and takes regular files only (a bundle may hold planted links).
+When the compressed tar exceeds the cap, the largest evidence files are left out (job.yaml and
+facts/ always stay) and the result says which, so a replay knows it ran on less evidence.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+import yaml
+
+ALWAYS_KEPT = ("job.yaml", "facts/")
+FORMAT = "tar.gz"
+MAX_MEMBER_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PackedBundle:
+    data: bytes
+    original_bytes: int
+    files: int
+    omitted: tuple[str, ...]
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.omitted)
+
+
+def bundle_files(root: Path) -> list[tuple[str, Path, int]]:
+    """(relative name, path, size) of every regular file under ``root``; symlinks are neither followed
+    nor packed."""
+    found = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(folder, d)))
+        for name in sorted(files):
+            path = Path(folder) / name
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                found.append((path.relative_to(root).as_posix(), path, info.st_size))
+    return found
+
+
+def _read_nofollow(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _tar(entries: list[tuple[str, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
+        for name, content in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(content), 0o640, 0  # mtime 0: same bundle, same bytes
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def pack_bundle(root: Union[str, os.PathLike[str]], cap_bytes: int) -> PackedBundle:
+    """Pack the bundle directory; leave out the largest evidence files until it fits ``cap_bytes``."""
+    files = bundle_files(Path(root))
+    contents = {rel: _read_nofollow(path) for rel, path, _ in files}
+    kept = sorted(contents)
+    omitted: list[str] = []
+    data = _tar([(rel, contents[rel]) for rel in kept])
+    droppable = sorted((r for r in kept if not r.startswith(ALWAYS_KEPT)), key=lambda r: (-len(contents[r]), r))
+    while len(data) > cap_bytes and droppable:
+        victim = droppable.pop(0)
+        kept.remove(victim)
+        omitted.append(victim)
+        data = _tar([(rel, contents[rel]) for rel in kept])
+    return PackedBundle(data=data, original_bytes=sum(len(c) for c in contents.values()), files=len(kept),
+                        omitted=tuple(sorted(omitted)))
+
+
+def _safe_name(name: str) -> Optional[str]:
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or name.startswith("/") or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def unpack_bundle(data: bytes, dest: Union[str, os.PathLike[str]]) -> int:
+    """Write the regular files of a packed bundle under ``dest``; links, devices and names that would
+    escape ``dest`` are skipped. Returns the number of files written."""
+    written = 0
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar:
+            name = _safe_name(member.name)
+            if name is None or not member.isfile() or member.size > MAX_MEMBER_BYTES:
+                continue
+            source = tar.extractfile(member)
+            if source is None:
+                continue
+            target = Path(dest) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+            written += 1
+    return written
+
+
+def count_files(data: bytes) -> int:
+    """How many regular files a packed bundle holds."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return sum(1 for m in tar if m.isfile())
+
+
+def read_member(data: bytes, name: str) -> Optional[bytes]:
+    """One file of a packed bundle, or None."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar:
+            if member.isfile() and _safe_name(member.name) == name:
+                source = tar.extractfile(member)
+                return source.read() if source is not None else None
+    return None
+
+
+def gpus_per_node(job_yaml: Optional[bytes]) -> Optional[int]:
+    """``gpus_per_node`` of a job.yaml, when it states one; never guessed."""
+    if not job_yaml:
+        return None
+    try:
+        raw = yaml.safe_load(job_yaml.decode("utf-8", errors="replace"))
+    except yaml.YAMLError:
+        return None
+    value = raw.get("gpus_per_node") if isinstance(raw, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def gpus_per_node_of(data: bytes) -> Optional[int]:
+    """``gpus_per_node`` from the job.yaml inside a packed bundle."""
+    return gpus_per_node(read_member(data, "job.yaml"))
+
+
+def gpus_per_node_in_dir(root: Union[str, os.PathLike[str]]) -> Optional[int]:
+    """``gpus_per_node`` from a bundle directory's job.yaml (not a symlink)."""
+    path = Path(root) / "job.yaml"
+    try:
+        return gpus_per_node(_read_nofollow(path)) if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        return None

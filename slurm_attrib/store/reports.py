@@ -1,0 +1,144 @@
+"""The read side of the store: filtered verdict lists, repeat offenders, and statistics over time."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any, Optional
+
+from .db import Store
+from .timespec import iso_utc
+
+LIST_COLUMNS = ("job_time", "cluster", "job_id", "array_task", "restart_count", "user", "partition", "state", "status",
+                "category", "responsible", "culprit_nodes", "gpu_hours", "root_summary")
+
+
+@dataclass(frozen=True)
+class Window:
+    """[since, until) on the job time; either end may be open."""
+
+    since: Optional[datetime] = None
+    until: Optional[datetime] = None
+
+    def clauses(self, column: str) -> tuple[list[str], list[Any]]:
+        where, params = [], []
+        if self.since is not None:
+            where.append(f"{column} >= ?")
+            params.append(iso_utc(self.since))
+        if self.until is not None:
+            where.append(f"{column} < ?")
+            params.append(iso_utc(self.until))
+        return where, params
+
+
+@dataclass(frozen=True)
+class VerdictFilter:
+    """Filters of ``query``; ``node`` means the node was the culprit of the job."""
+
+    window: Window = Window()
+    node: Optional[str] = None
+    user: Optional[str] = None
+    partition: Optional[str] = None
+    category: Optional[str] = None
+    status: Optional[str] = None
+    responsible: Optional[str] = None
+    cluster: Optional[str] = None
+    limit: int = 50
+
+
+def query_verdicts(store: Store, flt: VerdictFilter) -> list[dict[str, Any]]:
+    """Verdicts matching every given filter, newest job first, at most ``limit``."""
+    where, params = flt.window.clauses("d.job_time")
+    for column in ("user", "partition", "category", "status", "responsible", "cluster"):
+        value = getattr(flt, column)
+        if value is not None:
+            where.append(f"d.[{column}] = ?")
+            params.append(value)
+    if flt.node is not None:
+        where.append("d.id IN (SELECT diagnosis_id FROM culprits WHERE node = ?)")
+        params.append(flt.node)
+    sql = (f"SELECT {', '.join('d.' + c for c in LIST_COLUMNS)} FROM diagnoses d "
+           + (f"WHERE {' AND '.join(where)} " if where else "") + "ORDER BY d.job_time DESC, d.id DESC LIMIT ?")
+    return list(store.rows(sql, [*params, flt.limit]))
+
+
+def node_offenders(store: Store, window: Window, min_jobs: int = 1, by_gpu: bool = False,
+                   limit: Optional[int] = None) -> list[dict[str, Any]]:
+    """Per culprit node of a cluster (and GPU with ``by_gpu``): jobs it was the culprit of, their
+    categories, first and last seen, GPU-hours of those jobs; most jobs first. A verdict has one culprit
+    event per node, so counting events counts jobs. One pass over the ``culprits_window`` index."""
+    where, params = window.clauses("time")
+    group = "cluster, node, gpu" if by_gpu else "cluster, node"
+    sql = (f"SELECT {group}, COUNT(*) AS jobs, GROUP_CONCAT(DISTINCT category) AS categories, "
+           f"{'' if by_gpu else 'GROUP_CONCAT(DISTINCT gpu) AS gpus, '}MIN(time) AS first_seen, "
+           f"MAX(time) AS last_seen, ROUND(TOTAL(gpu_hours), 2) AS gpu_hours FROM culprits "
+           + (f"WHERE {' AND '.join(where)} " if where else "") + f"GROUP BY {group} "
+           "HAVING COUNT(*) >= ? ORDER BY jobs DESC, gpu_hours DESC, cluster, node" + (" LIMIT ?" if limit else ""))
+    rows = list(store.rows(sql, [*params, min_jobs, *([limit] if limit else [])]))
+    for row in rows:
+        row["categories"] = ",".join(sorted(set((row["categories"] or "").split(",")) - {""}))
+        if not by_gpu:
+            row["gpus"] = ",".join(sorted(set((row["gpus"] or "").split(",")) - {""}))
+    return rows
+
+
+@dataclass
+class Bucket:
+    """One time bucket of ``stats``."""
+
+    start: str
+    jobs: int = 0
+    gpu_hours: float = 0.0
+    by_status: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    by_category: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0]))
+    by_responsible: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0]))
+
+    def rate(self, status: str) -> float:
+        return round(self.by_status.get(status, 0) / self.jobs, 4) if self.jobs else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        def group(values: dict[str, list[float]]) -> dict[str, Any]:
+            return {k: {"jobs": int(v[0]), "gpu_hours": round(v[1], 2)} for k, v in sorted(values.items())}
+
+        return {"bucket": self.start, "jobs": self.jobs, "gpu_hours": round(self.gpu_hours, 2),
+                "unattributed_rate": self.rate("unattributed"), "ambiguous_rate": self.rate("ambiguous"),
+                "by_status": dict(sorted(self.by_status.items())), "by_category": group(self.by_category),
+                "by_responsible": group(self.by_responsible)}
+
+
+def bucket_start(day: str, by: str) -> str:
+    """The bucket a day (YYYY-MM-DD) falls in: itself, or the Monday of its ISO week."""
+    if by == "day":
+        return day
+    when = date.fromisoformat(day)
+    return (when - timedelta(days=when.weekday())).isoformat()
+
+
+def verdict_stats(store: Store, window: Window, by: str = "week") -> list[Bucket]:
+    """Counts and lost GPU-hours per category and per responsible party in each day or week, with the
+    unattributed and ambiguous rates; oldest bucket first. One pass over the ``diagnoses_stats`` index."""
+    if by not in ("day", "week"):
+        raise ValueError(f"--by must be day or week, not {by!r}")
+    where, params = window.clauses("job_time")
+    if window.since is not None:  # a range on the index's first column; job_time then cuts exactly
+        where.append("job_day >= ?")
+        params.append(iso_utc(window.since)[:10])
+    if window.until is not None:
+        where.append("job_day <= ?")
+        params.append(iso_utc(window.until)[:10])
+    sql = ("SELECT job_day, category, responsible, status, COUNT(*) AS n, TOTAL(gpu_hours) AS h "
+           "FROM diagnoses INDEXED BY diagnoses_stats " + (f"WHERE {' AND '.join(where)} " if where else "")
+           + "GROUP BY job_day, category, responsible, status")
+    buckets: dict[str, Bucket] = {}
+    for row in store.rows(sql, params):
+        start = bucket_start(row["job_day"], by)
+        bucket = buckets.setdefault(start, Bucket(start))
+        n, hours = row["n"], row["h"]
+        bucket.jobs += n
+        bucket.gpu_hours += hours
+        bucket.by_status[row["status"]] += n
+        for table, key in ((bucket.by_category, row["category"]), (bucket.by_responsible, row["responsible"])):
+            table[key][0] += n
+            table[key][1] += hours
+    return [buckets[k] for k in sorted(buckets)]

@@ -1,0 +1,60 @@
+"""Bundles in the store: packed without following symlinks, capped by size, unpacked safely."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+
+from slurm_attrib.cli import demo_bundle
+from slurm_attrib.store import packing
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    packed = packing.pack_bundle(demo_bundle(), 10**7)
+    assert packed.files == 9 and not packed.capped
+    assert packing.unpack_bundle(packed.data, tmp_path) == 9
+    assert (tmp_path / "job.yaml").read_bytes() == (demo_bundle() / "job.yaml").read_bytes()
+    assert packing.gpus_per_node_of(packed.data) == 8
+    assert packing.pack_bundle(demo_bundle(), 10**7).data == packed.data  # deterministic bytes
+
+
+def test_symlinks_are_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root password")
+    bundle = tmp_path / "b"
+    (bundle / "syslog").mkdir(parents=True)
+    (bundle / "job.yaml").write_text("job_id: 1\n")
+    os.symlink(secret, bundle / "syslog" / "node-01.log")
+    os.symlink(tmp_path, bundle / "applog")
+    packed = packing.pack_bundle(bundle, 10**7)
+    with tarfile.open(fileobj=io.BytesIO(packed.data)) as tar:
+        assert tar.getnames() == ["job.yaml"]
+
+
+def test_cap_leaves_out_the_largest_evidence(tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    (bundle / "applog").mkdir(parents=True)
+    (bundle / "job.yaml").write_text("job_id: 1\n")
+    (bundle / "applog" / "big.log").write_bytes(os.urandom(50_000))
+    (bundle / "applog" / "small.log").write_text("hello\n")
+    packed = packing.pack_bundle(bundle, 5_000)
+    assert packed.capped and packed.omitted == ("applog/big.log",) and packed.files == 2
+    assert len(packed.data) <= 5_000 and packed.original_bytes > 50_000
+
+
+def test_unpack_skips_escaping_names_and_links(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name in ("../evil", "/abs", "ok/file"):
+            info = tarfile.TarInfo(name)
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"hi"))
+        link = tarfile.TarInfo("link")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    dest = tmp_path / "d"
+    dest.mkdir()
+    assert packing.unpack_bundle(buffer.getvalue(), dest) == 1
+    assert (dest / "ok" / "file").read_bytes() == b"hi" and not (tmp_path / "evil").exists()

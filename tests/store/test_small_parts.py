@@ -1,0 +1,68 @@
+"""Hostlists, time specs, tables, the progress bar."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from slurm_attrib.errors import ConfigError
+from slurm_attrib.store.hostlist import expand_hostlist
+from slurm_attrib.store.progress import ProgressBar
+from slurm_attrib.store.tables import format_rows
+from slurm_attrib.store.timespec import parse_when
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(("expr", "hosts"), [
+    ("node-[01-04]", ["node-01", "node-02", "node-03", "node-04"]),
+    ("node-[01-02,07],gpu9", ["node-01", "node-02", "node-07", "gpu9"]),
+    ("r[1-2]n[08-09]", ["r1n08", "r1n09", "r2n08", "r2n09"]),
+    ("node-[8-10]", ["node-8", "node-9", "node-10"]),
+    ("single", ["single"]),
+    ("None assigned", []),
+    ("", []),
+])
+def test_expand_hostlist(expr: str, hosts: list[str]) -> None:
+    assert expand_hostlist(expr) == hosts
+
+
+@pytest.mark.parametrize("bad", ["node-[01-", "node-]", "node-[a-b]", "node-[5-1]"])
+def test_bad_hostlist(bad: str) -> None:
+    with pytest.raises(ConfigError):
+        expand_hostlist(bad)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("7d", NOW - timedelta(days=7)), ("12h", NOW - timedelta(hours=12)), ("30m", NOW - timedelta(minutes=30)),
+    ("2w", NOW - timedelta(weeks=2)), ("2026-11-20", datetime(2026, 11, 20, tzinfo=timezone.utc)),
+    ("2026-11-20T10:00:00Z", datetime(2026, 11, 20, 10, tzinfo=timezone.utc)),
+    ("2026-11-20T12:00:00+02:00", datetime(2026, 11, 20, 10, tzinfo=timezone.utc)),
+])
+def test_parse_when(text: str, expected: datetime) -> None:
+    assert parse_when(text, NOW) == expected
+
+
+def test_parse_when_rejects_garbage() -> None:
+    with pytest.raises(ConfigError, match="not a time"):
+        parse_when("yesterday", NOW)
+
+
+def test_tables() -> None:
+    rows = [{"a": 1, "b": None, "c": 0.5}, {"a": 22, "b": "x,y", "c": None}]
+    assert format_rows(rows, ("a", "b", "c"), "table") == "a   b    c\n1        0.50\n22  x,y\n"
+    assert format_rows(rows, ("a", "b"), "csv") == 'a,b\n1,\n22,"x,y"\n'
+    assert format_rows([], ("a",), "table") == "(no rows)\n"
+
+
+def test_progress_bar_only_on_a_tty() -> None:
+    quiet = io.StringIO()
+    ProgressBar("x", quiet)(1, 2)
+    assert quiet.getvalue() == ""
+    loud = io.StringIO()
+    bar = ProgressBar("replay", loud, enabled=True)
+    bar(1, 2)
+    bar.finish()
+    assert loud.getvalue().startswith("\rreplay [###") and loud.getvalue().endswith("1/2\n")
