@@ -32,7 +32,6 @@ def _print_diagnosis(diag_dict: dict[str, object], text: str, fmt: str) -> None:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     diag = _engine(args).diagnose(args.bundle)
-    cli_store.record_if_asked(args, diag, args.bundle)
     _print_diagnosis(diag.to_dict(), render_text(diag) if args.format == "text" else "", args.format)
     return 0
 

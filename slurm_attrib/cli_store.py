@@ -60,12 +60,6 @@ def _engine(args: argparse.Namespace) -> Any:
 # -- diagnose --store ------------------------------------------------------------------------------
 
 
-def record_if_asked(args: argparse.Namespace, diagnosis: Any, bundle: Any) -> None:
-    """`diagnose --store PATH` records the diagnosis; without a store it does nothing."""
-    if getattr(args, "store", None):
-        _record(args, diagnosis, bundle)
-
-
 def _record(args: argparse.Namespace, diagnosis: Any, bundle: Any) -> None:
     done = spool.record_or_spool(args.store, diagnosis, _now(args), spool.resolve_spool_dir(args.spool_dir),
                                  bundle_dir=bundle)
