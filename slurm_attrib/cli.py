@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import __version__, canonical, cli_slurm, cli_store
+from . import __version__, canonical, cli_node, cli_slurm, cli_store
 from .errors import AttribError
 from .render import render_text
 
@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
     cli_store.register(sub)
     cli_slurm.register(sub)
+    cli_node.register_node(sub)
     return parser
 
 

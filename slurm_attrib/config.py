@@ -15,8 +15,8 @@ from typing import Any, Optional, TypeVar
 
 import yaml
 
-from .engine.context import EngineSettings
 from .errors import ConfigError
+from .settings import EngineSettings
 
 DEFAULT_PATH = "/etc/slurm-attrib/slurm-attrib.yaml"
 ENV_PATH = "SLURM_ATTRIB_CONFIG"
@@ -29,6 +29,7 @@ class SpoolConfig:
     dir: str = "/var/spool/slurm-attrib"
     http_url: str = ""  # POST node bundles here instead of (or before) the shared directory
     http_timeout_s: float = 3.0
+    fallback_dir: str = "/var/tmp/slurm-attrib-spool"  # node-local spool used when `dir` is not writable
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,15 @@ class CollectorConfig:
     window_before_s: float = 300.0  # kernel log taken from this long before the job start
     window_after_s: float = 60.0  # ... to this long after its end
     log_file: str = "/var/log/slurm-attrib/epilog.log"
+    budget_margin_s: float = 1.5  # stop starting sources this long before budget_s, to write the bundle
+    unknown_start_window_s: float = 3600.0  # window length before the end when the Epilog has no start time
+    interpreter: str = "/usr/libexec/slurm-attrib/python"  # the Python the wrapper runs the collector with
+    journald: bool = True  # try `journalctl -k` before the syslog files
+    kernel_log_files: tuple[str, ...] = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
+    kernel_log_path: str = ""  # one file instead of journald + kernel_log_files; "{node}" = node name
+    nvidia_smi: str = "nvidia-smi"  # command for the `-q -x` snapshot; "" disables it
+    dcgmi: str = "dcgmi"  # command for `health -c` / `discovery -l`; "" disables it
+    dcgm_exporter_url: str = ""  # e.g. http://127.0.0.1:9400/metrics; "" disables the scrape
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,10 @@ class FinalizerConfig:
     history_days: int = 30  # node history window for the repeat-offender rule
     app_log_tail_bytes: int = 4 << 20  # tail of the job's StdOut/StdErr read into the bundle
     write_admin_comment: bool = True
+    admin_comment_retry_s: float = 300.0  # keep retrying sacctmgr this long while the job is not in the DB
+    done_retention_days: int = 14  # dedupe markers and assembled job bundles kept this long in the spool
+    backend: str = "auto"  # Slurm access: auto (pyslurm when it matches the installed Slurm) | cli | pyslurm
+    log_file: str = ""  # the daemon's log file; empty: stderr (journald under systemd)
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,7 @@ class RemediationConfig:
     max_partition_percent: float = 5.0
     require_repeat_offender: bool = False
     categories: tuple[str, ...] = ("gpu_hardware", "gpu_memory", "nvlink", "network")
+    state_file: str = "/var/lib/slurm-attrib/remediation.json"  # our drains, for the caps and for resume
 
 
 @dataclass(frozen=True)

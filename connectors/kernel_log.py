@@ -1,0 +1,151 @@
+"""The kernel log window of a job on one node: journald, else a syslog file, else ``dmesg``.
+
+- journald: ``journalctl -k -q -o short-iso-precise --since @S --until @E --no-pager`` prints the
+  window itself; its ISO stamps carry the zone, so the engine reads them without assumptions.
+- syslog files (``/var/log/kern.log``, ``/var/log/messages``, ``/var/log/syslog``): the window is
+  found by time-seeking (:mod:`.timeseek`), not by a scan; the rotated ``.1`` file is read too
+  when the window starts before the current file.
+- ``dmesg --time-format iso`` (plain ``dmesg`` when the option is refused): the ring buffer is
+  small; lines are kept when their stamp falls in the window (uptimes resolved with the boot time).
+
+Lines are written exactly as the source printed them. When the window is larger than the cap,
+the tail is kept (the lines nearest the job's end).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Optional
+
+from slurm_attrib.timestamps import TimeContext, parse_line_time
+
+from .runner import CommandResult, CommandRunner, TailBuffer
+from .timeseek import read_window_rotated
+
+__all__ = ["DEFAULT_FILES", "KernelLogResult", "KernelLogSource"]
+
+DEFAULT_FILES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
+
+
+@dataclass(frozen=True)
+class KernelLogResult:
+    """The window's bytes and how they were obtained (``state`` as in collection.yaml)."""
+
+    state: str
+    data: bytes
+    reason: str
+    seconds: float
+    truncated: bool = False
+
+
+class KernelLogSource:
+    """Gathers the window [start, end] of the kernel log of this node.
+
+    ``files`` are tried in order after journald; ``path`` (a single file, e.g. the emulation knob
+    ``SLURM_ATTRIB_KERNEL_LOG`` with ``{node}`` already filled in) replaces journald and the list.
+    """
+
+    def __init__(self, runner: CommandRunner, files: Sequence[str] = DEFAULT_FILES, path: str = "",
+                 use_journald: bool = True, boot_time: Optional[datetime] = None) -> None:
+        self.runner = runner
+        self.files = tuple(files)
+        self.path = path
+        self.use_journald = use_journald
+        self.boot_time = boot_time
+
+    def gather(self, start: datetime, end: datetime, timeout: float, cap: int) -> KernelLogResult:
+        began = time.monotonic()
+        notes: list[str] = []
+        if self.path:
+            return self._from_files([self.path], start, end, cap, began, notes)
+        journal_empty = False
+        if self.use_journald:
+            result = self._journald(start, end, timeout, cap)
+            data = _from_line_start(result.stdout) if result.truncated else result.stdout
+            if result.state == "timeout" or (result.state == "ok" and data):
+                return _result(result.state, data, _note(notes, result.reason or "journalctl"), began,
+                               result.truncated)
+            journal_empty = result.state == "ok"
+            notes.append("journalctl: no kernel lines in the window" if journal_empty else result.reason)
+        found = self._from_files(list(self.files), start, end, cap, began, notes)
+        if found.state != "skipped":
+            return found
+        if journal_empty:
+            return _result("empty", b"", found.reason, began)
+        left = timeout - (time.monotonic() - began)
+        return self._dmesg(start, end, left, cap, began, notes)
+
+    def _journald(self, start: datetime, end: datetime, timeout: float, cap: int) -> CommandResult:
+        argv = ["journalctl", "-k", "-q", "-o", "short-iso-precise", "--no-pager",
+                f"--since=@{int(start.timestamp())}", f"--until=@{int(end.timestamp()) + 1}"]
+        return self.runner.run(argv, timeout, cap, keep="tail")
+
+    def _from_files(self, paths: list[str], start: datetime, end: datetime, cap: int, began: float,
+                    notes: list[str]) -> KernelLogResult:
+        ctx = TimeContext(window_start=start, window_end=end, boot_time=self.boot_time)
+        for path in paths:
+            try:
+                data, truncated, read = read_window_rotated(path, start, end, ctx, cap)
+            except FileNotFoundError:
+                notes.append(f"{path}: not found")
+                continue
+            except OSError as exc:
+                reason = "symbolic link; not followed" if getattr(exc, "errno", 0) == 40 else str(exc)
+                return _result("error", b"", _note(notes, f"{path}: {reason}"), began)
+            return _result("ok" if data else "empty", data, _note(notes, "read " + " + ".join(read)),
+                           began, truncated)
+        return _result("skipped", b"", "; ".join(notes), began)
+
+    def _dmesg(self, start: datetime, end: datetime, timeout: float, cap: int, began: float,
+               notes: list[str]) -> KernelLogResult:
+        result = self.runner.run(["dmesg", "--time-format", "iso"], timeout, 4 * cap, keep="tail")
+        if result.state == "error":
+            result = self.runner.run(["dmesg"], timeout - result.seconds, 4 * cap, keep="tail")
+        if result.state != "ok":
+            return _result(result.state, b"", _note(notes, result.reason), began)
+        ctx = TimeContext(window_start=start, window_end=end, boot_time=self.boot_time)
+        kept = _in_window(result.stdout, start, end, ctx, cap)
+        return _result("ok" if kept.size else "empty", kept.getvalue(), _note(notes, "dmesg"), began,
+                       kept.truncated or result.truncated)
+
+
+def _in_window(data: bytes, start: datetime, end: datetime, ctx: TimeContext, cap: int) -> TailBuffer:
+    """Lines stamped inside [start, end], and unstamped lines that follow a kept one."""
+    kept = TailBuffer(cap, keep="tail")
+    keep = False
+    for line in data.splitlines(keepends=True):
+        when = parse_line_time(line[:300].decode("utf-8", "replace").rstrip("\n"), ctx).time
+        if when is not None:
+            keep = start <= when <= end
+        if keep:
+            kept.add(line)
+    if kept.truncated:
+        trimmed = TailBuffer(cap, keep="tail")
+        trimmed.add(_from_line_start(kept.getvalue()))
+        trimmed.truncated = True
+        return trimmed
+    return kept
+
+
+def _from_line_start(data: bytes) -> bytes:
+    """Drop the partial first line of a tail-capped output."""
+    cut = data.find(b"\n") + 1
+    return data[cut:] if cut else b""
+
+
+def _note(notes: list[str], last: str) -> str:
+    return "; ".join([*notes, last.strip()])
+
+
+def _result(state: str, data: bytes, reason: str, began: float, truncated: bool = False) -> KernelLogResult:
+    if truncated:
+        reason += "; window larger than the cap, tail kept"
+    return KernelLogResult(state, data, reason, time.monotonic() - began, truncated)
+
+
+def epoch(value: float) -> datetime:
+    """A UTC datetime from a Unix time."""
+    return datetime.fromtimestamp(value, tz=timezone.utc)

@@ -1,0 +1,21 @@
+"""Engine settings: the engine's tolerances, in a module that imports nothing heavy, so that the
+configuration loader (and through it the node epilog's collector) does not load the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Tolerances of the engine; every one is a documented, configurable number."""
+
+    window_before_s: float = 120.0  # evidence this long before the job start still counts
+    window_after_s: float = 120.0  # ... and this long after its end (teardown, log flush)
+    skew_s: float = 2.0  # clock skew tolerated between nodes and between kernel and app logs
+    ambiguity_s: float = 1.0  # unrelated root candidates closer than this make the verdict ambiguous
+    supporting_per_group: int = 5  # supporting symptoms listed per (kind, node); the rest are counted
+    supporting_max: int = 100  # supporting symptoms listed in all; the rest are counted per kind
+    max_evidence: int = 200  # evidence lines listed in a diagnosis
+    node_history: tuple[tuple[str, int], ...] = ()  # (node, past culprit count) from the store
+    node_history_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (node, those earlier job ids)
