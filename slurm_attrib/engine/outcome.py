@@ -76,13 +76,16 @@ def _state_evidence(ctx: EngineContext, category: str) -> Optional[Symptom]:
 
 def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) -> int:
     reports = [s for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node]
-    missing = [node for node, state in ctx.job.node_bundles if state != "ok"]
+    missing = [node for node, state in ctx.job.node_bundles if state == "missing"]
+    unreadable = [f"{node} ({state})" for node, state in ctx.job.node_bundles if state not in ("ok", "missing")]
     culprits = sorted({s.node for s in reports if s.node} | set(missing))
     root = min(reports, key=Symptom.sort_key) if reports else None
     if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
         culprits, root = [leader.node], leader
     if missing:
         ctx.outcome.annotations.append("no node bundle arrived from " + ", ".join(missing))
+    if unreadable:
+        ctx.outcome.annotations.append("incomplete node bundles: " + ", ".join(unreadable))
     named = ", ".join(culprits) if culprits else "a node the evidence does not name"
     return _decide(ctx, rule_, status="attributed" if culprits else "unattributed", category="node_failure",
                    responsible="infrastructure", root=root, culprit_nodes=culprits,

@@ -10,8 +10,8 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Optional, Protocol, Union
 
+from ..slurm import hostlist
 from .errors import SacctError
-from .hostlist import expand_hostlist
 
 FIELDS = ("JobID", "JobIDRaw", "Cluster", "User", "Partition", "NodeList", "Start", "End", "State", "ExitCode",
           "DerivedExitCode")
@@ -96,7 +96,7 @@ def parse_parsable(text: str, zone: Optional[tzinfo] = timezone.utc, cluster: st
 def _job(row: dict[str, str], zone: Optional[tzinfo], cluster: str) -> SacctJob:
     return SacctJob(job_id=row["JobID"], job_id_raw=row.get("JobIDRaw", "") or row["JobID"],
                     cluster=row.get("Cluster", "") or cluster, user=row.get("User", ""),
-                    partition=row.get("Partition", ""), nodes=tuple(expand_hostlist(row.get("NodeList", ""))),
+                    partition=row.get("Partition", ""), nodes=tuple(hostlist.expand(row.get("NodeList", ""))),
                     start=_time(row.get("Start", ""), zone), end=_time(row.get("End", ""), zone),
                     state=(row.get("State", "").split() or [""])[0].upper(), exit_code=row.get("ExitCode", "") or "0:0",
                     derived_exit_code=row.get("DerivedExitCode", "") or "0:0")

@@ -8,31 +8,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from slurm_attrib.errors import ConfigError
-from slurm_attrib.store.hostlist import expand_hostlist
 from slurm_attrib.store.progress import ProgressBar
 from slurm_attrib.store.tables import format_rows
 from slurm_attrib.store.timespec import parse_when
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
-
-
-@pytest.mark.parametrize(("expr", "hosts"), [
-    ("node-[01-04]", ["node-01", "node-02", "node-03", "node-04"]),
-    ("node-[01-02,07],gpu9", ["node-01", "node-02", "node-07", "gpu9"]),
-    ("r[1-2]n[08-09]", ["r1n08", "r1n09", "r2n08", "r2n09"]),
-    ("node-[8-10]", ["node-8", "node-9", "node-10"]),
-    ("single", ["single"]),
-    ("None assigned", []),
-    ("", []),
-])
-def test_expand_hostlist(expr: str, hosts: list[str]) -> None:
-    assert expand_hostlist(expr) == hosts
-
-
-@pytest.mark.parametrize("bad", ["node-[01-", "node-]", "node-[a-b]", "node-[5-1]"])
-def test_bad_hostlist(bad: str) -> None:
-    with pytest.raises(ConfigError):
-        expand_hostlist(bad)
 
 
 @pytest.mark.parametrize(("text", "expected"), [

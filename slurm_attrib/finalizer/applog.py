@@ -1,0 +1,115 @@
+"""The job's own StdOut/StdErr, read safely by root on the controller.
+
+Choice (documented in the README): open with ``O_NOFOLLOW`` (a symlink a user planted as the output
+path is never followed) and ``O_NONBLOCK`` (a FIFO cannot hang us), then ``fstat`` the open descriptor
+and accept it only when it is a regular file owned by the job's uid (a hard link or a path through a
+symlinked directory to someone else's file fails the owner check). Only the last
+``app_log_tail_bytes`` are read.
+
+Filename patterns (sbatch "filename pattern"): ``%j`` raw job id, ``%u`` user, ``%x`` job name, ``%N``
+short name of the batch host (the first node), ``%A`` array job id (the job id when not an array),
+``%a`` array task id (``4294967294`` when not an array, as Slurm writes it), ``%%`` a percent sign,
+an optional zero-padding width (``%4j``). For the batch script's output the per-node/per-task patterns
+are those of the batch step: ``%n`` → 0, ``%t`` → 0, ``%s`` → ``batch``. Anything else is left as is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+NO_ARRAY_TASK = "4294967294"
+_PATTERN = re.compile(r"%(\d*)([jJuxNAatns%])")
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    job_id: str
+    user: str
+    uid: Optional[int]
+    job_name: str = ""
+    first_node: str = ""
+    array_job_id: str = ""
+    array_task_id: str = ""
+    work_dir: str = ""
+
+
+def expand_pattern(pattern: str, job: JobIdentity) -> str:
+    """Expand sbatch's filename pattern for the batch step's output (see the module docstring)."""
+    values = {
+        "j": job.job_id, "J": job.job_id, "u": job.user, "x": job.job_name, "N": job.first_node,
+        "A": job.array_job_id or job.job_id, "a": job.array_task_id or NO_ARRAY_TASK,
+        "n": "0", "t": "0", "s": "batch",
+    }
+
+    def one(m: re.Match[str]) -> str:
+        width, code = m.group(1), m.group(2)
+        if code == "%":
+            return "%"
+        value = values[code]
+        return value.zfill(int(width)) if width and value.isdigit() else value
+
+    expanded = _PATTERN.sub(one, pattern)
+    if expanded and not os.path.isabs(expanded) and job.work_dir:
+        expanded = os.path.join(job.work_dir, expanded)
+    return expanded
+
+
+@dataclass(frozen=True)
+class AppLogRead:
+    path: str
+    state: str  # ok | empty | error | skipped
+    reason: str = ""
+    data: bytes = b""
+    size: int = 0
+
+
+def read_tail(path: str, owner_uid: Optional[int], limit: int) -> AppLogRead:
+    """The last ``limit`` bytes of ``path`` if it is a regular file owned by ``owner_uid``."""
+    if not path or path == "/dev/null":
+        return AppLogRead(path, "skipped", "no output file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        why = "a symbolic link: not followed" if exc.errno == 40 else (exc.strerror or str(exc))
+        return AppLogRead(path, "error", why)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return AppLogRead(path, "error", "not a regular file")
+        if owner_uid is None:
+            return AppLogRead(path, "error", "the job's uid is unknown: owner cannot be checked")
+        if st.st_uid != owner_uid:
+            return AppLogRead(path, "error", f"owned by uid {st.st_uid}, not the job's uid {owner_uid}")
+        start = max(0, st.st_size - limit)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = _read_all(fd, limit)
+    finally:
+        os.close(fd)
+    return AppLogRead(path, "ok" if data else "empty", f"tail of {len(data)} bytes" if start else "", data,
+                      st.st_size)
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = os.read(fd, min(1 << 20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def write_applog(dest: Path, name: str, read: AppLogRead) -> Optional[Path]:
+    if read.state != "ok":
+        return None
+    target = dest / "applog" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(read.data)
+    return target

@@ -1,0 +1,110 @@
+"""Node bundles in the spool: which arrived, in what state, and copying their evidence into the job
+bundle. A node that sent nothing, or only part, is recorded (missing/timeout/error): absence is evidence."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+COPIED = ("syslog", "facts", "metrics")
+MAX_COLLECTION_BYTES = 1 << 20
+
+
+def bundle_dir(spool: Path, key: str, node: str) -> Path:
+    return spool / "nodes" / key / node
+
+
+def arrived(spool: Path, key: str) -> dict[str, Path]:
+    """Node → its bundle directory, for every complete (renamed into place) bundle of the job."""
+    folder = spool / "nodes" / key
+    if not folder.is_dir():
+        return {}
+    return {p.name: p for p in sorted(folder.iterdir())
+            if not p.name.startswith(".tmp-") and p.is_dir() and not p.is_symlink()}
+
+
+def staged(spool: Path, key: str) -> list[str]:
+    """Nodes whose collector began a bundle (``.tmp-<node>-<pid>``) and never renamed it into place:
+    the collector hung or was killed at the Epilog budget."""
+    folder = spool / "nodes" / key
+    if not folder.is_dir():
+        return []
+    names = {m.group(1) for p in folder.iterdir() if (m := re.match(r"^\.tmp-(.+)-\d+$", p.name)) and p.is_dir()}
+    return sorted(names)
+
+
+def read_collection(path: Path) -> Optional[dict[str, Any]]:
+    """collection.yaml of a node bundle, or None when missing or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        text = handle.read(MAX_COLLECTION_BYTES)
+    try:
+        data = yaml.safe_load(text.decode("utf-8", errors="replace"))
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def source_reports(collection: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-source reports ``{source, state, reason, ...}`` wherever collection.yaml lists them."""
+    for key in ("sources", "collection", "reports"):
+        value = collection.get(key)
+        if isinstance(value, list):
+            return [r for r in value if isinstance(r, dict)]
+        if isinstance(value, dict):
+            return [{"source": k, **v} for k, v in value.items() if isinstance(v, dict)]
+    return []
+
+
+def node_state(directory: Optional[Path], began: bool = False) -> tuple[str, str]:
+    """(ok|missing|timeout|error, reason) of one node's bundle; ``began``: no bundle, but the
+    collector left its staging directory behind."""
+    if directory is None:
+        if began:
+            return "timeout", "the collector began a bundle and never finished it (killed at the Epilog budget?)"
+        return "missing", "no node bundle arrived"
+    collection = read_collection(directory / "collection.yaml")
+    if collection is None:
+        return "error", "partial node bundle: collection.yaml missing or unreadable"
+    overall = str(collection.get("state", "")).lower()
+    reports = source_reports(collection)
+    timed_out = [str(r.get("source")) for r in reports if str(r.get("state", "")).lower() == "timeout"]
+    if overall == "timeout" or timed_out:
+        return "timeout", "collector timed out" + (f" ({', '.join(timed_out)})" if timed_out else "")
+    if overall == "error":
+        return "error", str(collection.get("reason", "collector error"))
+    return "ok", ""
+
+
+def copy_evidence(source: Path, dest: Path, node: str) -> int:
+    """Copy syslog/, facts/, metrics/ and collection.yaml of a node bundle; regular files only."""
+    copied = 0
+    for folder in COPIED:
+        base = source / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for item in sorted(base.iterdir()):
+            if stat.S_ISREG(item.lstat().st_mode):
+                (dest / folder).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(item, dest / folder / item.name, follow_symlinks=False)
+                copied += 1
+    collection = source / "collection.yaml"
+    if collection.exists() and not collection.is_symlink():
+        (dest / "collection").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(collection, dest / "collection" / f"{node}.yaml", follow_symlinks=False)
+    return copied
+
+
+def remove(spool: Path, key: str) -> None:
+    folder = spool / "nodes" / key
+    if folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)

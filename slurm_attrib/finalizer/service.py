@@ -1,0 +1,325 @@
+"""The finalizer: turns queued jobs into stored verdicts and AdminComments.
+
+One writer per cluster, on the controller. :meth:`Finalizer.step` does everything that is ready at
+``now`` and returns; it never sleeps and never reads the clock (the CLI loop does both). A job waits in
+the queue until its node bundles arrived or ``finalizer.node_bundle_deadline_s`` passed since its end,
+and while sacct has not caught up (``sacct_retries`` times ``sacct_retry_delay_s``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..config import Config
+from ..engine import Engine
+from ..slurm.base import SlurmAccess
+from ..slurm.errors import SlurmError
+from . import assemble, comment, jobinfo, nodebundles, queue
+from .applog import read_tail
+from .storeadapter import VerdictStore
+
+log = logging.getLogger("slurm_attrib.finalizer")
+JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
+
+
+@dataclass
+class Result:
+    key: str
+    outcome: str  # success | diagnosed | duplicate | requeued | waiting
+    verdict_id: str = ""
+    admin_comment: str = ""
+    detail: str = ""
+
+
+@dataclass
+class _Work:
+    """What the finalizer remembers between steps about a job still in the queue."""
+
+    sacct_tries: int = 0
+    state_tries: int = 0
+    next_try: float = 0.0
+
+
+@dataclass
+class _PendingComment:
+    key: str
+    ref: str
+    job_id: str
+    segment: str
+    first_try: float
+    next_try: float
+    tries: int = 0
+
+
+@dataclass
+class Finalizer:
+    config: Config
+    spool: Path
+    slurm: SlurmAccess
+    engine: Engine
+    store: VerdictStore
+    remediator: Optional[Any] = None
+    on_result: Optional[Callable[[Result], None]] = None
+    _work: dict[str, _Work] = field(default_factory=dict)
+    _comments: list[_PendingComment] = field(default_factory=list)
+    _loaded: bool = False
+
+    # ---------------------------------------------------------------- the loop body
+    def step(self, now: datetime) -> list[Result]:
+        """Process everything that is ready at ``now``."""
+        t = now.timestamp()
+        if not self._loaded:
+            self._load_pending_comments(t)
+        self.store.flush_spool()
+        results = [r for r in self._retry_comments(t)]
+        jobs, bad = queue.scan_queue(self.spool)
+        for path in bad:
+            self._quarantine(path)
+        for job in jobs:
+            try:
+                result = self.process(job, now)
+            except SlurmError as exc:
+                log.warning("%s: Slurm error, will retry: %s", job.key, exc)
+                self._work.setdefault(job.key, _Work()).next_try = t + self.config.finalizer.sacct_retry_delay_s
+                result = Result(job.key, "waiting", detail=str(exc))
+            if result.outcome != "waiting":
+                self._work.pop(job.key, None)
+            results.append(result)
+            if self.on_result and result.outcome != "waiting":
+                self.on_result(result)
+        return results
+
+    def idle(self) -> bool:
+        """Nothing queued and no AdminComment waiting for the database."""
+        jobs, _ = queue.scan_queue(self.spool)
+        return not jobs and not self._comments
+
+    # ---------------------------------------------------------------- one job
+    def process(self, job: queue.PendingJob, now: datetime) -> Result:
+        t = now.timestamp()
+        work = self._work.setdefault(job.key, _Work())
+        if t < work.next_try:
+            return Result(job.key, "waiting", detail="retry later")
+        if job.restart_count is None:
+            if t - job.first_enqueued < JOBCOMP_GRACE_S:
+                return Result(job.key, "waiting", detail="jobcomp entry: waiting for EpilogSlurmctld")
+            job = self._resolve_restart(job)
+        done = queue.read_done(self.spool, job.key)
+        if done is not None:
+            queue.remove_entries(job)
+            return Result(job.key, "duplicate", str(done.get("verdict_id", "")))
+        info = self._job_info(job)
+        if info is None or not info.state:
+            return self._retry_state(job, work, t)
+        if info.requeued:
+            queue.remove_entries(job)
+            return Result(job.key, "requeued", detail=f"state {info.state}: the job runs again")
+        if info.succeeded:
+            return self._finish_success(job, info, now)
+        return self._diagnose_when_ready(job, info, work, now)
+
+    def _resolve_restart(self, job: queue.PendingJob) -> queue.PendingJob:
+        ctl = self.slurm.show_job(job.job_id)
+        job.restart_count = ctl.restarts if ctl else 0
+        return job
+
+    def _job_info(self, job: queue.PendingJob) -> Optional[jobinfo.JobInfo]:
+        info = jobinfo.from_hooks(job)
+        ctl = self.slurm.show_job(job.job_id)
+        if ctl is not None:
+            info = jobinfo.with_controller(info, ctl)
+        if not info.state:
+            alloc = jobinfo.allocation(self.slurm.job_records(job.job_id), job.job_id)
+            if alloc is not None:
+                info = jobinfo.with_accounting(info, alloc)
+        return info
+
+    def _retry_state(self, job: queue.PendingJob, work: _Work, t: float) -> Result:
+        cfg = self.config.finalizer
+        work.state_tries += 1
+        if work.state_tries <= cfg.sacct_retries:
+            work.next_try = t + cfg.sacct_retry_delay_s
+            return Result(job.key, "waiting", detail="job state not known yet")
+        log.warning("%s: no job state from jobcomp, scontrol or sacct; diagnosing without it", job.key)
+        info = jobinfo.from_hooks(job)
+        return self._diagnose(job, info, datetime.fromtimestamp(t, tz=timezone.utc), [])
+
+    def _finish_success(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime) -> Result:
+        queue.write_done(self.spool, job.key, {"outcome": "success", "time": now.isoformat()})
+        queue.remove_entries(job)
+        nodebundles.remove(self.spool, job.key)
+        return Result(job.key, "success", detail=f"{info.state} {info.exit_code}")
+
+    def _diagnose_when_ready(self, job: queue.PendingJob, info: jobinfo.JobInfo, work: _Work,
+                             now: datetime) -> Result:
+        cfg = self.config.finalizer
+        t = now.timestamp()
+        end = info.end.timestamp() if info.end else job.first_enqueued
+        expected = jobinfo.node_epilog_collects(job, self.config.collector.capture_always)
+        present = nodebundles.arrived(self.spool, job.key)
+        waiting_for = [n for n in info.nodes if n not in present] if expected else []
+        if waiting_for and t < end + cfg.node_bundle_deadline_s:
+            return Result(job.key, "waiting", detail=f"node bundles from {', '.join(waiting_for)}")
+        records = self.slurm.job_records(job.job_id)
+        alloc = jobinfo.allocation(records, job.job_id)
+        if (alloc is None or len(alloc.nodes) < len(info.nodes)) and work.sacct_tries < cfg.sacct_retries:
+            work.sacct_tries += 1
+            work.next_try = t + cfg.sacct_retry_delay_s
+            return Result(job.key, "waiting", detail="sacct has not caught up")
+        if alloc is not None:
+            info = jobinfo.with_accounting(info, alloc)
+        return self._diagnose(job, info, now, records)
+
+    # ---------------------------------------------------------------- diagnosis
+    def _diagnose(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime,
+                  records: list[Any]) -> Result:
+        parts = self._gather(job, info, now, records)
+        dest = assemble.write_bundle(parts, self.spool / "jobs" / job.key)
+        settings = self.store.engine_settings(self.engine.settings, list(info.nodes), now,
+                                              self.config.finalizer.history_days)
+        diag = self.engine.diagnose(dest, settings)
+        diag_dict = diag.to_dict()
+        verdict_id, where = self.store.record(diag_dict, dest, now)
+        ref = comment.job_ref(info.job_id, info.array_job_id, info.array_task_id)
+        segment = comment.verdict_segment(diag_dict, verdict_id)
+        written = ""
+        if self.config.finalizer.write_admin_comment:
+            written = self._write_comment(job.key, ref, info.job_id, segment, now.timestamp(), parts.sacct_rows)
+        decisions = self._remediate(diag_dict, info.partition, ref, now)
+        queue.write_done(self.spool, job.key, {
+            "outcome": "diagnosed", "verdict_id": verdict_id, "stored": where, "time": now.isoformat(),
+            "summary": diag_dict.get("summary"), "admin_comment": written or "pending",
+            "comment_ref": ref, "job_id": info.job_id, "segment": segment, "remediation": decisions})
+        queue.remove_entries(job)
+        nodebundles.remove(self.spool, job.key)
+        log.info("%s: %s (verdict %s, %s)", job.key, diag_dict.get("summary"), verdict_id, where)
+        return Result(job.key, "diagnosed", verdict_id, written, str(diag_dict.get("summary")))
+
+    def _gather(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime,
+                records: list[Any]) -> assemble.BundleParts:
+        cfg = self.config.finalizer
+        parts = assemble.BundleParts(info=info, sacct_rows=records)
+        parts.steps = [r for r in records if r.is_step and r.job_id_raw.split(".")[0] == info.job_id]
+        present = nodebundles.arrived(self.spool, job.key)
+        expected = jobinfo.node_epilog_collects(job, self.config.collector.capture_always)
+        began = nodebundles.staged(self.spool, job.key)
+        for node in info.nodes:
+            if node in present:
+                parts.node_states[node] = nodebundles.node_state(present[node])
+                parts.node_dirs[node] = present[node]
+            elif expected or node in began:
+                parts.node_states[node] = nodebundles.node_state(None, began=node in began)
+        if not expected:
+            parts.notes.append("node epilogs skip jobs that ended 0:0 (collector.capture_always is off): "
+                               "no node bundle expected")
+        since = (info.start or now) - timedelta(minutes=5)
+        parts.events = self._safe(lambda: self.slurm.node_events(list(info.nodes), since, now), [], parts)
+        if info.state == "NODE_FAIL":
+            for node in assemble.down_nodes(parts.events, info.nodes):
+                if node not in present:
+                    parts.node_states[node] = ("missing", "node went down during the job (sacctmgr event)")
+        parts.history = self._safe(lambda: self.slurm.node_history(
+            list(info.nodes), now - timedelta(days=cfg.history_days), now), [], parts)
+        for name, path in assemble.applog_names(info).items():
+            parts.app_logs[name] = read_tail(path, info.uid, cfg.app_log_tail_bytes)
+        return parts
+
+    def _safe(self, call: Callable[[], list[Any]], default: list[Any], parts: assemble.BundleParts) -> list[Any]:
+        try:
+            return call()
+        except SlurmError as exc:
+            parts.notes.append(f"not collected: {exc}")
+            return default
+
+    def _remediate(self, diag: dict[str, Any], partition: str, ref: str, now: datetime) -> list[dict[str, str]]:
+        if self.remediator is None:
+            return []
+        try:
+            decisions = self.remediator.consider(diag, partition, ref, now)
+        except SlurmError as exc:
+            log.warning("remediation failed: %s", exc)
+            return [{"action": "failed", "why": str(exc)}]
+        for d in decisions:
+            log.info("remediation %s %s: %s", d.action, d.node, d.why)
+        return [d.to_dict() for d in decisions]
+
+    # ---------------------------------------------------------------- AdminComment
+    def _write_comment(self, key: str, ref: str, job_id: str, segment: str, t: float, records: list[Any]) -> str:
+        pending = _PendingComment(key, ref, job_id, segment, first_try=t, next_try=t)
+        text = self._try_comment(pending, records)
+        if text:
+            return text
+        pending.next_try = t + self.config.finalizer.sacct_retry_delay_s
+        self._comments.append(pending)
+        return ""
+
+    def _try_comment(self, pending: _PendingComment, records: Optional[list[Any]] = None) -> str:
+        pending.tries += 1
+        rows = records if records is not None else self.slurm.job_records(pending.ref)
+        existing = next((r.admin_comment for r in rows if not r.is_step
+                         and (r.job_id == pending.ref or r.job_id_raw == pending.job_id)), None)
+        if existing is None:
+            return ""  # not in the database yet: writing now could clobber text we have not read
+        text = comment.merge(existing, pending.segment)
+        return text if self.slurm.set_admin_comment(pending.ref, text) else ""
+
+    def _retry_comments(self, t: float) -> list[Result]:
+        results = []
+        for pending in list(self._comments):
+            if t < pending.next_try:
+                continue
+            try:
+                text = self._try_comment(pending)
+            except SlurmError as exc:
+                log.warning("%s: AdminComment: %s", pending.key, exc)
+                text = ""
+            if text:
+                self._comments.remove(pending)
+                self._mark_comment(pending.key, text)
+                results.append(Result(pending.key, "commented", admin_comment=text))
+            elif t - pending.first_try > self.config.finalizer.admin_comment_retry_s:
+                self._comments.remove(pending)
+                self._mark_comment(pending.key, "failed: job not in the accounting database")
+                log.warning("%s: gave up writing AdminComment for %s", pending.key, pending.ref)
+            else:
+                pending.next_try = t + self.config.finalizer.sacct_retry_delay_s
+        return results
+
+    def _mark_comment(self, key: str, value: str) -> None:
+        done = queue.read_done(self.spool, key) or {}
+        done["admin_comment"] = value
+        queue.write_done(self.spool, key, done)
+
+    def _load_pending_comments(self, t: float) -> None:
+        """After a restart, AdminComments that never reached the database are retried."""
+        self._loaded = True
+        folder = self.spool / "done"
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            done = queue.read_done(self.spool, path.stem) or {}
+            if done.get("admin_comment") == "pending" and done.get("segment"):
+                self._comments.append(_PendingComment(path.stem, str(done.get("comment_ref", "")),
+                                                      str(done.get("job_id", "")), str(done["segment"]),
+                                                      first_try=t, next_try=t))
+
+    # ---------------------------------------------------------------- housekeeping
+    def _quarantine(self, path: Path) -> None:
+        target = self.spool / "queue" / "bad"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(path), target / path.name)
+        log.warning("unreadable queue entry moved to %s", target / path.name)
+
+    def prune(self, now: datetime) -> int:
+        """Forget done markers and assembled bundles older than ``finalizer.done_retention_days``."""
+        limit = now.timestamp() - self.config.finalizer.done_retention_days * 86400
+        removed = 0
+        for folder in (self.spool / "done", self.spool / "jobs"):
+            for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+                if path.lstat().st_mtime < limit:
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+                    removed += 1
+        return removed

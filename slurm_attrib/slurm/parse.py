@@ -1,0 +1,144 @@
+"""Pure parsers of Slurm's text output (gather, then judge: the commands run elsewhere).
+
+Times without a zone (sacct, scontrol and sacctmgr print the controller's local time) are read in
+``tz`` (default: this host's zone) and returned in UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone, tzinfo
+from typing import Optional
+
+from . import hostlist
+from .errors import SlurmParseError
+from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo, base_state
+
+_UNSET = ("", "Unknown", "None", "N/A", "(null)")
+_KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/.-]*)=")
+
+
+def parse_time(text: str, tz: Optional[tzinfo] = None) -> Optional[datetime]:
+    """'2026-12-02T15:30:01' (local) → aware UTC datetime; Unknown/None → None."""
+    text = (text or "").strip()
+    if text in _UNSET:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    value = value.replace(tzinfo=tz) if value.tzinfo is None and tz is not None else value
+    return (value if value.tzinfo else value.astimezone()).astimezone(timezone.utc)
+
+
+def _int(text: str) -> Optional[int]:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_parsable(text: str, fields: Optional[list[str]] = None) -> list[dict[str, str]]:
+    """Rows of ``--parsable2`` output. Without ``fields`` the first non-comment line is the header.
+    Extra cells (a ``|`` inside the last field) are joined back into the last column."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("#", "$ "))]
+    if fields is None:
+        if not lines:
+            return []
+        fields, lines = [f.strip().lower() for f in lines[0].split("|")], lines[1:]
+    rows = []
+    for line in lines:
+        cells = line.split("|")
+        if len(cells) < len(fields):
+            raise SlurmParseError(f"expected {len(fields)} fields, got {len(cells)}: {line[:200]!r}")
+        cells = [*cells[: len(fields) - 1], "|".join(cells[len(fields) - 1:])]
+        rows.append(dict(zip([f.lower() for f in fields], cells)))
+    return rows
+
+
+def acct_record(row: dict[str, str], tz: Optional[tzinfo] = None) -> AcctRecord:
+    """One sacct row (keys are lower-case field names) → AcctRecord."""
+    node_list = row.get("nodelist", "")
+    return AcctRecord(
+        job_id=row.get("jobid", ""), job_id_raw=row.get("jobidraw", "") or row.get("jobid", ""),
+        state=base_state(row.get("state", "")), state_text=row.get("state", ""),
+        exit_code=row.get("exitcode", ""), derived_exit_code=row.get("derivedexitcode", ""),
+        node_list=node_list, nodes=tuple(hostlist.expand(node_list)), user=row.get("user", ""),
+        uid=_int(row.get("uid", "")), partition=row.get("partition", ""), cluster=row.get("cluster", ""),
+        job_name=row.get("jobname", ""), start=parse_time(row.get("start", ""), tz),
+        end=parse_time(row.get("end", ""), tz), admin_comment=row.get("admincomment", ""),
+        comment=row.get("comment", ""), work_dir=row.get("workdir", ""),
+    )
+
+
+def parse_sacct(text: str, fields: Optional[list[str]] = None, tz: Optional[tzinfo] = None) -> list[AcctRecord]:
+    return [acct_record(row, tz) for row in parse_parsable(text, fields)]
+
+
+def parse_key_values(line: str) -> dict[str, str]:
+    """``Key=Value Key2=Value with spaces`` (scontrol -o) → dict. A value runs to the next `` Key=``."""
+    out: dict[str, str] = {}
+    matches = list(_KEY.finditer(line))
+    for m, nxt in zip(matches, [*matches[1:], None]):
+        out[m.group(1)] = line[m.end(): nxt.start() if nxt else len(line)].strip()
+    return out
+
+
+def _name_id(text: str) -> tuple[str, Optional[int]]:
+    """'alice(1001)' → ('alice', 1001)."""
+    m = re.match(r"^(.*?)\((\d+)\)$", text.strip())
+    return (m.group(1), int(m.group(2))) if m else (text.strip(), None)
+
+
+def parse_scontrol_job(text: str, tz: Optional[tzinfo] = None) -> list[ControllerJob]:
+    """``scontrol show job -o`` output (one job per line) → ControllerJob records."""
+    jobs = []
+    for line in text.splitlines():
+        if not line.strip().startswith("JobId="):
+            continue
+        f = parse_key_values(line.strip())
+        user, uid = _name_id(f.get("UserId", ""))
+        node_list = f.get("NodeList", "")
+        jobs.append(ControllerJob(
+            job_id=f.get("JobId", ""), state=base_state(f.get("JobState", "")), reason=f.get("Reason", ""),
+            exit_code=f.get("ExitCode", ""), derived_exit_code=f.get("DerivedExitCode", ""), user=user,
+            uid=uid, partition=f.get("Partition", ""), node_list=node_list,
+            nodes=tuple(hostlist.expand(node_list)), restarts=_int(f.get("Restarts", "")) or 0,
+            start=parse_time(f.get("StartTime", ""), tz), end=parse_time(f.get("EndTime", ""), tz),
+            std_out=f.get("StdOut", ""), std_err=f.get("StdErr", ""), work_dir=f.get("WorkDir", ""),
+            job_name=f.get("JobName", ""), array_job_id=f.get("ArrayJobId", ""),
+            array_task_id=f.get("ArrayTaskId", ""), admin_comment=f.get("AdminComment", ""), fields=f,
+        ))
+    return jobs
+
+
+def parse_scontrol_node(text: str) -> list[NodeInfo]:
+    """``scontrol show node -o`` → NodeInfo records."""
+    nodes = []
+    for line in text.splitlines():
+        if not line.strip().startswith("NodeName="):
+            continue
+        f = parse_key_values(line.strip())
+        partitions = tuple(p for p in f.get("Partitions", "").split(",") if p)
+        reason = re.sub(r"\s*\[[^\]]*@[^\]]*\]$", "", f.get("Reason", ""))  # drop ' [root@2026-...]'
+        nodes.append(NodeInfo(name=f.get("NodeName", ""), state=f.get("State", ""), reason=reason,
+                              partitions=partitions))
+    return nodes
+
+
+def parse_partition_nodes(text: str) -> list[str]:
+    """``scontrol show partition -o NAME`` → the partition's nodes."""
+    for line in text.splitlines():
+        if line.strip().startswith("PartitionName="):
+            return hostlist.expand(parse_key_values(line.strip()).get("Nodes", ""))
+    return []
+
+
+EVENT_FIELDS = ["nodename", "timestart", "timeend", "state", "reason"]
+
+
+def parse_events(text: str, tz: Optional[tzinfo] = None) -> list[NodeEvent]:
+    """``sacctmgr -n -P list event ... format=NodeName,TimeStart,TimeEnd,State,Reason``."""
+    return [NodeEvent(node=r["nodename"], start=parse_time(r["timestart"], tz), end=parse_time(r["timeend"], tz),
+                      state=r["state"], reason=r["reason"])
+            for r in parse_parsable(text, EVENT_FIELDS) if r["nodename"]]

@@ -1,0 +1,193 @@
+"""The finalizer end to end with a fake Slurm and a fake store, the real engine, a real spool."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slurm_attrib import hooks
+from slurm_attrib.config import Config, FinalizerConfig, RemediationConfig
+from slurm_attrib.engine import Engine
+from slurm_attrib.finalizer import Finalizer
+from slurm_attrib.remediate import DrainLedger, Remediator
+from slurm_attrib.slurm.records import AcctRecord, ControllerJob, NodeEvent
+
+from .fakes import FakeSlurm, FakeStore
+
+T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def _ctld_env(job: str, nodes: str, exit2: str = "1:0", **extra: str) -> dict[str, str]:
+    env = {"SLURM_SCRIPT_CONTEXT": "epilog_slurmctld", "SLURM_CLUSTER_NAME": "c", "SLURM_JOB_ID": job,
+           "SLURM_JOB_RESTART_COUNT": "0", "SLURM_JOB_NODELIST": nodes, "SLURM_JOB_EXIT_CODE2": exit2,
+           "SLURM_JOB_DERIVED_EC": "0", "SLURM_JOB_USER": "alice", "SLURM_JOB_UID": str(os.getuid()),
+           "SLURM_JOB_PARTITION": "debug", "SLURM_JOB_NAME": "train"}
+    env.update(extra)
+    return env
+
+
+def _acct(job: str, state: str, exit_code: str, nodes: tuple[str, ...], shown: str = "") -> AcctRecord:
+    return AcctRecord(job_id=shown or job, job_id_raw=job, state=state, state_text=state, exit_code=exit_code,
+                      derived_exit_code="0:0", node_list=",".join(nodes), nodes=nodes, user="alice",
+                      uid=os.getuid(), partition="debug", start=T0 - timedelta(minutes=10), end=T0)
+
+
+def _ctl(job: str, state: str, nodes: tuple[str, ...], std_out: str = "", **kw: str) -> ControllerJob:
+    return ControllerJob(job_id=job, state=state, exit_code="1:0", nodes=nodes, node_list=",".join(nodes),
+                         start=T0 - timedelta(minutes=10), end=T0, std_out=std_out, uid=os.getuid(), user="alice",
+                         **kw)  # type: ignore[arg-type]
+
+
+def _node_bundle(spool: Path, key: str, node: str, kern: str = "", sources_state: str = "ok") -> None:
+    d = spool / "nodes" / key / node
+    (d / "syslog").mkdir(parents=True)
+    (d / "syslog" / f"{node}.log").write_text(kern)
+    (d / "collection.yaml").write_text(yaml.safe_dump(
+        {"sources": [{"source": "kernel_log", "state": sources_state, "reason": "", "bytes": len(kern)}]}))
+
+
+def _finalizer(tmp_path: Path, engine: Engine, slurm: FakeSlurm, store: FakeStore, **fin: object) -> Finalizer:
+    cfg = Config(finalizer=FinalizerConfig(node_bundle_deadline_s=20, sacct_retries=3, sacct_retry_delay_s=2,
+                                           **fin))  # type: ignore[arg-type]
+    return Finalizer(config=cfg, spool=tmp_path, slurm=slurm, engine=engine, store=store)
+
+
+def test_success_gets_no_diagnosis_and_no_comment(tmp_path: Path, engine: Engine) -> None:
+    hooks.enqueue("epilog_slurmctld", _ctld_env("5", "node-01", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"5": _ctl("5", "COMPLETED", ("node-01",))})
+    store = FakeStore()
+    results = _finalizer(tmp_path, engine, slurm, store).step(T0 + timedelta(seconds=1))
+    assert [r.outcome for r in results] == ["success"]
+    assert store.recorded == [] and slurm.comments == {} and not any("sacctmgr" in c for c in slurm.calls)
+    assert (tmp_path / "done" / "c_5_0.json").exists() and not list((tmp_path / "queue").glob("*.json"))
+
+
+def test_failed_job_waits_for_bundles_then_attributes_xid79(tmp_path: Path, engine: Engine) -> None:
+    nodes = ("node-01", "node-02")
+    out = tmp_path / "out.txt"
+    out.write_text("[rank1]: RuntimeError: NCCL error: remote process exited or there was a network error\n")
+    hooks.enqueue("epilog_slurmctld", _ctld_env("7", "node-[01-02]"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"7": _ctl("7", "FAILED", nodes, std_out=str(out))},
+                      acct={"7": [_acct("7", "FAILED", "1:0", nodes)]})
+    slurm.comments["7"] = "JS1:other tool"
+    store = FakeStore()
+    fin = _finalizer(tmp_path, engine, slurm, store)
+    assert fin.step(T0 + timedelta(seconds=1))[0].outcome == "waiting"
+    kern = "2026-12-02T11:59:58.000000+00:00 node-02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, " \
+           "GPU has fallen off the bus.\n"
+    _node_bundle(tmp_path, "c_7_0", "node-01")
+    _node_bundle(tmp_path, "c_7_0", "node-02", kern)
+    (result,) = fin.step(T0 + timedelta(seconds=2))
+    assert result.outcome == "diagnosed", result
+    diag = store.recorded[0]
+    assert diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == ["node-02"]
+    assert slurm.comments["7"].startswith("JS1:other tool; slurm-attrib/v1:st=attributed,cat=gpu_hardware,"
+                                          "node=node-02,gpu=0000:3b:00,root=xid-79,id=v1")
+    job_yaml = yaml.safe_load((store.bundles[0] / "job.yaml").read_text())
+    assert job_yaml["collection"]["node_bundles"] == {"node-01": "ok", "node-02": "ok"}
+    assert (store.bundles[0] / "applog" / "slurm-7.out").read_text().startswith("[rank1]")
+    assert not (tmp_path / "nodes" / "c_7_0").exists()
+
+
+def test_missing_bundle_after_the_deadline_is_recorded(tmp_path: Path, engine: Engine) -> None:
+    nodes = ("node-01", "node-02")
+    hooks.enqueue("epilog_slurmctld", _ctld_env("8", "node-[01-02]"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"8": _ctl("8", "FAILED", nodes)}, acct={"8": [_acct("8", "FAILED", "1:0", nodes)]})
+    store = FakeStore()
+    fin = _finalizer(tmp_path, engine, slurm, store)
+    _node_bundle(tmp_path, "c_8_0", "node-01")
+    (tmp_path / "nodes" / "c_8_0" / ".tmp-node-02-4242").mkdir()
+    assert fin.step(T0 + timedelta(seconds=19))[0].outcome == "waiting"
+    assert fin.step(T0 + timedelta(seconds=21))[0].outcome == "diagnosed"
+    job_yaml = yaml.safe_load((store.bundles[0] / "job.yaml").read_text())
+    assert job_yaml["collection"]["node_bundles"] == {"node-01": "ok", "node-02": "timeout"}
+
+
+def test_node_fail_names_the_node_that_went_down(tmp_path: Path, engine: Engine) -> None:
+    nodes = ("node-03", "node-04")
+    hooks.enqueue("epilog_slurmctld", _ctld_env("9", "node-[03-04]", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"9": _ctl("9", "NODE_FAIL", nodes)}, acct={"9": [_acct("9", "NODE_FAIL", "0:0", nodes)]},
+                      events=[NodeEvent("node-04", T0 - timedelta(seconds=5), None, "DOWN", "not responding")])
+    store = FakeStore()
+    (result,) = _finalizer(tmp_path, engine, slurm, store).step(T0 + timedelta(seconds=1))
+    assert result.outcome == "diagnosed"
+    assert store.recorded[0]["category"] == "node_failure" and store.recorded[0]["culprit_nodes"] == ["node-04"]
+
+
+def test_comment_is_retried_until_the_job_is_in_the_db(tmp_path: Path, engine: Engine) -> None:
+    hooks.enqueue("epilog_slurmctld", _ctld_env("10", "node-01", SLURM_ARRAY_JOB_ID="3", SLURM_ARRAY_TASK_ID="2"),
+                  str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"10": _ctl("10", "FAILED", ("node-01",))},
+                      acct={"3": [_acct("10", "FAILED", "1:0", ("node-01",), shown="3_2")]}, in_db_after=2)
+    _node_bundle(tmp_path, "c_10_0", "node-01")
+    fin = _finalizer(tmp_path, engine, slurm, FakeStore())
+    assert fin.step(T0 + timedelta(seconds=1))[0].outcome == "diagnosed"
+    assert "3_2" not in slurm.comments and not fin.idle()
+    fin.step(T0 + timedelta(seconds=4))
+    results = fin.step(T0 + timedelta(seconds=7))
+    assert [r.outcome for r in results] == ["commented"]
+    assert set(slurm.comments) == {"3_2"} and fin.idle()
+    assert all(c in ("sacctmgr 3_2",) for c in slurm.calls if c.startswith("sacctmgr"))
+
+
+def test_both_hooks_for_one_job_give_one_verdict(tmp_path: Path, engine: Engine) -> None:
+    hooks.enqueue("epilog_slurmctld", _ctld_env("11", "node-01"), str(tmp_path), T0.timestamp())
+    hooks.enqueue("jobcomp", {"JOBID": "11", "CLUSTER": "c", "JOBSTATE": "FAILED", "EXITCODE": "1:0",
+                              "DERIVED_EC": "0:0", "NODES": "node-01", "UID": str(os.getuid())},
+                  str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(acct={"11": [_acct("11", "FAILED", "1:0", ("node-01",))]})
+    _node_bundle(tmp_path, "c_11_0", "node-01")
+    store = FakeStore()
+    fin = _finalizer(tmp_path, engine, slurm, store)
+    results = fin.step(T0 + timedelta(seconds=1))
+    assert [r.outcome for r in results] == ["diagnosed"] and len(store.recorded) == 1
+    assert not any(c.startswith("scontrol") and "FAILED" in c for c in slurm.calls)
+    hooks.enqueue("epilog_slurmctld", _ctld_env("11", "node-01"), str(tmp_path), T0.timestamp())  # replayed
+    assert [r.outcome for r in fin.step(T0 + timedelta(seconds=2))] == ["duplicate"]
+    assert len(store.recorded) == 1
+
+
+def test_requeued_job_is_left_for_its_next_run(tmp_path: Path, engine: Engine) -> None:
+    hooks.enqueue("epilog_slurmctld", _ctld_env("12", "node-01", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"12": _ctl("12", "PENDING", ("node-01",))})
+    (result,) = _finalizer(tmp_path, engine, slurm, FakeStore()).step(T0 + timedelta(seconds=1))
+    assert result.outcome == "requeued" and not (tmp_path / "done" / "c_12_0.json").exists()
+
+
+def test_state_from_sacct_with_retries(tmp_path: Path, engine: Engine) -> None:
+    hooks.enqueue("epilog_slurmctld", _ctld_env("13", "node-01", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm()
+    fin = _finalizer(tmp_path, engine, slurm, FakeStore())
+    assert fin.step(T0 + timedelta(seconds=1))[0].outcome == "waiting"
+    slurm.acct["13"] = [_acct("13", "TIMEOUT", "0:0", ("node-01",))]
+    assert fin.step(T0 + timedelta(seconds=2))[0].detail == "retry later"
+    (result,) = fin.step(T0 + timedelta(seconds=4))
+    assert result.outcome == "diagnosed" and "job_limit" in result.detail
+
+
+def test_remediation_drains_an_attributed_gpu_fault(tmp_path: Path, engine: Engine) -> None:
+    nodes = ("node-01", "node-02")
+    hooks.enqueue("epilog_slurmctld", _ctld_env("14", "node-[01-02]"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"14": _ctl("14", "FAILED", nodes)}, acct={"14": [_acct("14", "FAILED", "1:0", nodes)]})
+    _node_bundle(tmp_path, "c_14_0", "node-01")
+    _node_bundle(tmp_path, "c_14_0", "node-02", "2026-12-02T11:59:58+00:00 node-02 kernel: NVRM: Xid "
+                 "(PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n")
+    fin = _finalizer(tmp_path, engine, slurm, FakeStore())
+    fin.remediator = Remediator(RemediationConfig(drain=True, dry_run=False, max_partition_percent=50),
+                                slurm, DrainLedger(tmp_path / "drains.json"))
+    fin.step(T0 + timedelta(seconds=1))
+    assert slurm.drained["node-02"].startswith("slurm-attrib: gpu_hardware xid 79 job 14")
+
+
+@pytest.mark.parametrize("state", ["ok", "timeout"])
+def test_node_state_from_collection_yaml(tmp_path: Path, state: str) -> None:
+    from slurm_attrib.finalizer import nodebundles
+
+    _node_bundle(tmp_path, "k", "n1", sources_state=state)
+    assert nodebundles.node_state(tmp_path / "nodes" / "k" / "n1")[0] == state
+    (tmp_path / "nodes" / "k" / "n2").mkdir()
+    assert nodebundles.node_state(tmp_path / "nodes" / "k" / "n2")[0] == "error"

@@ -1,0 +1,146 @@
+"""AdminComment segment and merge, output-path patterns, the safe tail read, job facts from real hook
+environments, remediation caps."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from slurm_attrib.config import RemediationConfig
+from slurm_attrib.finalizer import comment, jobinfo
+from slurm_attrib.finalizer.applog import JobIdentity, expand_pattern, read_tail
+from slurm_attrib.finalizer.queue import QueueEntry, group_entries
+from slurm_attrib.remediate import DrainLedger, RemediationError, Remediator
+
+from .fakes import FakeSlurm
+
+DUMPS = Path(__file__).resolve().parents[1] / "slurm_access" / "data"
+DIAG = {"status": "attributed", "category": "gpu_hardware", "responsible": "infrastructure",
+        "culprit_nodes": ["node-02"], "annotations": [],
+        "root_cause": {"kind": "xid", "gpu": "0000:3B:00", "fields": {"code": 79}}}
+
+
+def test_segment_is_short_lower_case_and_safe() -> None:
+    seg = comment.verdict_segment({**DIAG, "category": 'Gpu"Hardware|x'}, "AbC'1")
+    assert seg == "slurm-attrib/v1:st=attributed,cat=gpu-hardware-x,node=node-02,gpu=0000:3b:00,root=xid-79,id=abc-1"
+    assert seg == seg.lower() and not set("\"'| ;") & set(seg)
+
+
+@pytest.mark.parametrize("existing, expected", [
+    ("", "S"), ("JS1:abcd", "JS1:abcd; S"),
+    ("slurm-attrib/v1:st=old,id=1", "S"),
+    ("js1:x; slurm-attrib/v1:st=old,id=1; note", "js1:x; note; S"),
+    ("slurm-attrib/v0:st=old; keep me", "keep me; S"),
+])
+def test_merge_replaces_only_our_segment(existing: str, expected: str) -> None:
+    assert comment.merge(existing, "S") == expected
+
+
+def test_array_tasks_are_addressed_as_array_underscore_task() -> None:
+    assert comment.job_ref("8", "7", "1") == "7_1" and comment.job_ref("12", "", "") == "12"
+
+
+def test_output_patterns() -> None:
+    job = JobIdentity(job_id="8", user="alice", uid=1, job_name="train", first_node="node-01", array_job_id="7",
+                      array_task_id="1", work_dir="/home/alice")
+    assert expand_pattern("%x-%j.out", job) == "/home/alice/train-8.out"
+    assert expand_pattern("/s/%u/%A_%a.%N.%4j.%n.%t.%s.%%", job) == "/s/alice/7_1.node-01.0008.0.0.batch.%"
+    plain = JobIdentity(job_id="9", user="a", uid=1)
+    assert expand_pattern("/o/slurm-%A_%a.out", plain) == "/o/slurm-9_4294967294.out"
+
+
+def test_tail_read_checks_owner_and_never_follows_links(tmp_path: Path) -> None:
+    log = tmp_path / "out"
+    log.write_bytes(b"x" * 100 + b"tail")
+    ok = read_tail(str(log), os.getuid(), 10)
+    assert ok.state == "ok" and ok.data == b"xxxxxxtail" and ok.size == 104
+    assert read_tail(str(log), os.getuid() + 1, 10).state == "error"
+    link = tmp_path / "link"
+    link.symlink_to(log)
+    planted = read_tail(str(link), os.getuid(), 10)
+    assert planted.state == "error" and "symbolic link" in planted.reason and planted.data == b""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert read_tail(str(fifo), os.getuid(), 10).reason == "not a regular file"
+    assert read_tail("/dev/null", 0, 10).state == "skipped"
+    assert read_tail(str(log), None, 10).state == "error"
+
+
+def _entry(name: str, hook: str) -> QueueEntry:
+    lines = (DUMPS / name).read_text().splitlines()
+    env = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    return QueueEntry(Path(name), hook, 1.0, env)
+
+
+def test_job_facts_from_real_hook_environments() -> None:
+    (job,) = group_entries([_entry("hook-epilog_slurmctld-step-exit7.env", "epilog_slurmctld")])
+    info = jobinfo.from_hooks(job)
+    assert info.exit_code == "0:0" and info.derived_exit_code == "7:0" and info.nodes == ("node-01", "node-02")
+    assert jobinfo.node_epilog_collects(job, False) is True
+    (arr,) = group_entries([_entry("hook-epilog_slurmctld-array.env", "epilog_slurmctld")])
+    assert (arr.key, jobinfo.from_hooks(arr).array_job_id, jobinfo.from_hooks(arr).array_task_id) == ("mini_7_0", "7",
+                                                                                                       "2")
+    (comp,) = group_entries([_entry("hook-jobcomp-timeout.env", "jobcomp")])
+    facts = jobinfo.from_hooks(comp)
+    assert comp.restart_count is None and facts.state == "TIMEOUT" and facts.state_source == "jobcomp"
+    assert facts.array_job_id == "" and facts.end == datetime.fromtimestamp(1796218434, tz=timezone.utc)
+    assert jobinfo.node_epilog_collects(comp, False) is False
+
+
+NOW = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
+
+
+def _remediator(tmp_path: Path, slurm: FakeSlurm, **cfg: object) -> Remediator:
+    config = RemediationConfig(**{"drain": True, "dry_run": False, "max_partition_percent": 50.0,
+                                  "max_nodes_per_hour": 2, **cfg})  # type: ignore[arg-type]
+    return Remediator(config, slurm, DrainLedger(tmp_path / "drains.json"))
+
+
+def test_remediation_off_by_default_and_dry_run(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    off = Remediator(RemediationConfig(), slurm, DrainLedger(tmp_path / "d.json"))
+    assert off.consider(DIAG, "debug", "5", NOW)[0].action == "skipped"
+    assert _remediator(tmp_path, slurm, dry_run=True).consider(DIAG, "debug", "5", NOW)[0].action == "dry-run"
+    assert slurm.drained == {}
+
+
+def test_remediation_caps_and_gates(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    rem = _remediator(tmp_path, slurm)
+    assert rem.consider({**DIAG, "category": "application"}, "debug", "1", NOW)[0].action == "skipped"
+    assert rem.consider({**DIAG, "status": "ambiguous"}, "debug", "1", NOW)[0].action == "skipped"
+    assert rem.consider(DIAG, "debug", "1", NOW)[0].action == "drained"
+    second = rem.consider({**DIAG, "culprit_nodes": ["node-03"]}, "debug", "2", NOW + timedelta(minutes=1))[0]
+    assert second.action == "drained"
+    third = rem.consider({**DIAG, "culprit_nodes": ["node-04"]}, "debug", "3", NOW + timedelta(minutes=2))[0]
+    assert third.action == "skipped" and "cap" in third.why
+    hourly = _remediator(tmp_path / "h", FakeSlurm(), max_nodes_per_hour=1, max_partition_percent=100.0)
+    hourly.consider(DIAG, "debug", "1", NOW)
+    assert "last hour" in hourly.consider({**DIAG, "culprit_nodes": ["node-03"]}, "debug", "2",
+                                          NOW + timedelta(minutes=5))[0].why
+    assert hourly.consider({**DIAG, "culprit_nodes": ["node-03"]}, "debug", "2",
+                           NOW + timedelta(hours=2))[0].action == "drained"
+
+
+def test_repeat_offender_requirement(tmp_path: Path) -> None:
+    rem = _remediator(tmp_path, FakeSlurm(), require_repeat_offender=True)
+    assert rem.consider(DIAG, "debug", "1", NOW)[0].action == "skipped"
+    flagged = {**DIAG, "annotations": ["repeat offender: node-02 was the culprit of 3 earlier job(s)"]}
+    assert rem.consider(flagged, "debug", "1", NOW)[0].action == "drained"
+
+
+def test_never_resumes_a_node_it_did_not_drain(tmp_path: Path) -> None:
+    slurm = FakeSlurm(drained={"node-01": "admin: bad dimm"})
+    rem = _remediator(tmp_path, slurm)
+    with pytest.raises(RemediationError, match="not drained by slurm-attrib"):
+        rem.resume("node-01", NOW)
+    rem.consider(DIAG, "debug", "1", NOW)
+    slurm.drained["node-02"] = "admin took over"
+    with pytest.raises(RemediationError, match="no longer ours"):
+        rem.resume("node-02", NOW)
+    slurm.drained["node-02"] = "slurm-attrib: gpu_hardware xid 79 job 1"
+    assert rem.resume("node-02", NOW).action == "resumed" and "node-02" not in slurm.drained
+    assert slurm.drained == {"node-01": "admin: bad dimm"}

@@ -1,0 +1,72 @@
+"""Parsers on real captured Slurm 22.05 output: data/<case>.txt → data/<case>.expected.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from slurm_attrib.slurm import hostlist, parse
+from slurm_attrib.slurm.errors import SlurmParseError
+
+from .cases import DATA, cases, parser_for
+
+
+@pytest.mark.parametrize("case", cases())
+def test_parser_matches_expected(case: str) -> None:
+    got = json.loads(json.dumps(parser_for(case)((DATA / f"{case}.txt").read_text())))
+    assert got == json.loads((DATA / f"{case}.expected.json").read_text())
+
+
+def test_there_are_cases_of_every_kind() -> None:
+    kinds = {c.split("-")[0] + "-" + c.split("-")[1] for c in cases()}
+    assert {"sacct-envdump", "sacct-fields", "scontrol-job", "scontrol-node", "scontrol-partition",
+            "sacctmgr-events"} <= kinds
+
+
+def test_array_task_ids_and_cancelled_by() -> None:
+    recs = parse.parse_sacct((DATA / "sacct-envdump-array.txt").read_text())
+    assert [(r.job_id, r.job_id_raw, r.array_ids) for r in recs if not r.is_step] == [
+        ("7_1", "8", ("7", "1")), ("7_2", "7", ("7", "2"))]
+    cancelled = parse.parse_sacct((DATA / "sacct-envdump-cancelled.txt").read_text())[0]
+    assert cancelled.state == "CANCELLED" and cancelled.state_text == "CANCELLED by 0"
+
+
+def test_pipe_inside_the_last_field_is_kept() -> None:
+    rows = parse.parse_parsable("1|FAILED|a|b\n", ["jobid", "state", "admincomment"])
+    assert rows[0]["admincomment"] == "a|b"
+
+
+def test_short_row_is_a_parse_error() -> None:
+    with pytest.raises(SlurmParseError):
+        parse.parse_parsable("1|FAILED\n", ["jobid", "state", "admincomment"])
+
+
+def test_scontrol_values_with_spaces() -> None:
+    job = parse.parse_scontrol_job((DATA / "scontrol-job-failed.txt").read_text())[0]
+    assert job.job_name == "nccl fail job" and job.std_out.endswith("/nccl fail job-1.out")
+    assert job.nodes == ("node-01", "node-02") and job.fields["TRES"] == "cpu=2,node=2,billing=2"
+
+
+@pytest.mark.parametrize("expr, hosts", [
+    ("node-[01-04,07]", ["node-01", "node-02", "node-03", "node-04", "node-07"]),
+    ("node-01", ["node-01"]),
+    ("a[1-2]b[3-4]", ["a1b3", "a1b4", "a2b3", "a2b4"]),
+    ("gpu[08-10],cpu1", ["gpu08", "gpu09", "gpu10", "cpu1"]),
+    ("None assigned", []),
+    ("", []),
+])
+def test_hostlist_expand(expr: str, hosts: list[str]) -> None:
+    assert hostlist.expand(expr) == hosts
+
+
+def test_hostlist_round_trip() -> None:
+    hosts = ["node-01", "node-02", "node-03", "node-07", "login"]
+    assert hostlist.compress(hosts) == "login,node-[01-03,07]"
+    assert hostlist.expand(hostlist.compress(hosts)) == ["login", "node-01", "node-02", "node-03", "node-07"]
+
+
+@pytest.mark.parametrize("bad", ["node-[01-04", "node-]", "node-[a-b]", "node-[5-1]"])
+def test_hostlist_errors(bad: str) -> None:
+    with pytest.raises(SlurmParseError):
+        hostlist.expand(bad)
