@@ -4,7 +4,8 @@ Realistic shapes, fixed seed: one year of jobs ending before --now; job sizes fr
 durations exponential (mean 6 h); 80 % attributed, 15 % unattributed, 5 % ambiguous; categories with
 site-like weights; culprit nodes skewed (5 % of the nodes cause half of the hardware faults). Each row
 keeps a compact synthetic JSON instead of a full diagnosis (generation stays within a few minutes).
-Rows go in through one bulk transaction with the secondary indexes dropped and rebuilt afterwards.
+Rows go in through one bulk transaction with the secondary indexes dropped and rebuilt afterwards; the
+daily summary ``stats_daily`` is then rebuilt from the rows by the function migration 0004 uses.
 
     python bench/store/generate.py --out /tmp/bench-store.sqlite [--rows N] [--nodes N]
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from slurm_attrib.store import Store
 from slurm_attrib.store.db import StoreSettings
-from slurm_attrib.store.schema import m0001_initial, m0003_report_indexes
+from slurm_attrib.store.schema import fill_stats_daily, m0001_initial, m0003_report_indexes
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 CATEGORIES = {  # category: (weight, responsible, has a culprit node)
@@ -105,6 +106,9 @@ def generate(out: Path, count: int, nodes: int, seed: int) -> None:
         print(f"inserted in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         m0001_initial(store.db)  # the migrations' own index definitions, rebuilt in bulk
         m0003_report_indexes(store.db)
+        conn.execute("BEGIN IMMEDIATE")
+        fill_stats_daily(store.db)  # the raw inserts above bypass Store.record, which keeps it in step
+        conn.execute("COMMIT")
         conn.execute("ANALYZE")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     print(f"{count} diagnoses, {len(culprits)} culprit events in {out} ({time.perf_counter() - started:.1f} s)",

@@ -3,7 +3,8 @@ target, through the library (best of --repeat runs after one warm-up) and once t
 
 Baselines, run in the same script on the same file: ``SELECT COUNT(*) FROM diagnoses`` (a plain full
 scan of the table; ratios are printed against it) and ``slurm-attrib --version`` (the CLI's start-up,
-which every CLI timing includes).
+which every CLI timing includes). ``stats`` reads whole days from the daily summary ``stats_daily``; the
+"scan" line times the same answer counted from every row (what a store without migration 0004 gets).
 
     python bench/store/run.py --store /tmp/bench-store.sqlite
 """
@@ -57,6 +58,9 @@ def main() -> None:
         "nodes --since 30d": lambda: node_offenders(store, window),
         f"query --node {node}": lambda: query_verdicts(store, VerdictFilter(node=node)),
         "stats --by week": lambda: verdict_stats(store, Window(), "week"),
+        "stats --by week --since 30d": lambda: verdict_stats(store, window, "week"),
+        "stats --by week (scan, without stats_daily)": lambda: verdict_stats(store, Window(), "week",
+                                                                             use_summary=False),
     }
     print(f"store: {args.store} ({rows} diagnoses); best of {args.repeat} after one warm-up")
     baseline = 0.0

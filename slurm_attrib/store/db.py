@@ -1,8 +1,10 @@
 """The SQLite store of verdicts: open (mode 0640, WAL, busy timeout, migrations), write with retry, read.
 
 Writes are raw SQL inside one explicit ``BEGIN IMMEDIATE`` transaction, so a verdict, its culprit events,
-its bundle and the history row of the verdict it replaces land together or not at all (sqlite-utils'
-table methods commit on their own in older releases); the schema and the reads use sqlite-utils.
+its bundle, the history row of the verdict it replaces and its share of the daily summary ``stats_daily``
+land together or not at all (sqlite-utils' table methods commit on their own in older releases); the schema
+and the reads use sqlite-utils. Every change to a ``diagnoses`` row goes through :func:`_record`, which
+moves the row's contribution in ``stats_daily`` (:func:`_stats_add`) before and after it.
 """
 
 from __future__ import annotations
@@ -273,15 +275,38 @@ def _record(conn: sqlite3.Connection, row: dict[str, Any], culprits: list[dict[s
     else:
         diagnosis_id, action = found[0], "updated"
         _to_history(conn, diagnosis_id, row["verdict_time"])
+        _stats_add(conn, diagnosis_id, -1)  # the replaced verdict leaves its day's group
         conn.execute("DELETE FROM culprits WHERE diagnosis_id = ?", [diagnosis_id])
         cols = [c for c in row if c not in ("cluster", "job_id", "array_task", "restart_count")]
         conn.execute(f"UPDATE diagnoses SET {', '.join(f'[{c}] = ?' for c in cols)} WHERE id = ?",
                      [*(row[c] for c in cols), diagnosis_id])
+    _stats_add(conn, diagnosis_id, +1)
     for culprit in culprits:
         _insert(conn, "culprits", {**culprit, "diagnosis_id": diagnosis_id})
     if bundle is not None:
         _store_bundle(conn, diagnosis_id, bundle)
     return RecordResult(action, row["verdict_id"], diagnosis_id, key)
+
+
+def _stats_add(conn: sqlite3.Connection, diagnosis_id: int, sign: int) -> None:
+    """Add (``sign`` +1) or take away (-1) the stored row ``diagnosis_id`` in its ``stats_daily`` group, as
+    :func:`schema.fill_stats_daily` would count it (same SQL expression for the GPU-hours). Groups are found
+    with ``IS`` so a NULL in a legacy row's key still matches; a group that reaches 0 jobs is removed. (A
+    group missing on removal can only mean rows changed behind the store's back: the negative delta is kept,
+    and ``schema.fill_stats_daily`` rebuilds the table.)"""
+    found = conn.execute(f"SELECT {', '.join(schema.STATS_KEY)}, COALESCE({schema.GPU_HOURS_E4_SQL}, 0) "
+                         "FROM diagnoses WHERE id = ?", [diagnosis_id]).fetchone()
+    if found is None:
+        return
+    key, e4 = list(found[:-1]), sign * int(found[-1])
+    match = " AND ".join(f"{c} IS ?" for c in schema.STATS_KEY)
+    cursor = conn.execute("UPDATE stats_daily SET jobs = jobs + ?, gpu_hours_e4 = gpu_hours_e4 + ?, "
+                          f"gpu_hours = (gpu_hours_e4 + ?) / 10000.0 WHERE {match}", [sign, e4, e4, *key])
+    if cursor.rowcount == 0:
+        conn.execute(f"INSERT INTO stats_daily ({', '.join(schema.STATS_KEY)}, jobs, gpu_hours_e4, gpu_hours) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ? / 10000.0)", [*key, sign, e4, e4])
+    elif sign < 0:
+        conn.execute(f"DELETE FROM stats_daily WHERE jobs = 0 AND {match}", key)
 
 
 def _to_history(conn: sqlite3.Connection, diagnosis_id: int, replaced_time: str) -> None:

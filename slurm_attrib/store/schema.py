@@ -77,10 +77,37 @@ def m0003_report_indexes(db: Database) -> None:
                                 index_name="culprits_window", if_not_exists=True)
 
 
+STATS_KEY = ("cluster", "job_day", "category", "responsible", "status")
+# A row's GPU-hours as an exact integer of 1/10,000 h (the store rounds gpu_hours to 4 decimals): integer sums
+# do not depend on the order of addition, so the daily summary and a scan of `diagnoses` agree to the bit.
+GPU_HOURS_E4_SQL = "CAST(round(gpu_hours * 10000) AS INTEGER)"
+
+
+def fill_stats_daily(db: Database) -> None:
+    """(Re)build ``stats_daily`` from every ``diagnoses`` row: the migration, and bulk loaders after raw inserts."""
+    key = ", ".join(STATS_KEY)
+    db.execute("DELETE FROM stats_daily")
+    db.execute(f"INSERT INTO stats_daily ({key}, jobs, gpu_hours_e4, gpu_hours) SELECT {key}, jobs, e4, e4 / 10000.0 "
+               f"FROM (SELECT {key}, COUNT(*) AS jobs, COALESCE(SUM({GPU_HOURS_E4_SQL}), 0) AS e4 FROM diagnoses "
+               f"GROUP BY {key})")
+
+
+def m0004_stats_daily(db: Database) -> None:
+    """Jobs and GPU-hours per (cluster, job day, category, responsible, status), kept in step by every write
+    of ``db.py`` in the same transaction; ``stats`` reads whole days from it. ``gpu_hours_e4`` is the exact
+    sum (1/10,000 h), ``gpu_hours`` = ``gpu_hours_e4 / 10000.0`` for people reading the table."""
+    db.table("stats_daily").create({
+        "cluster": str, "job_day": str, "category": str, "responsible": str, "status": str, "jobs": int,
+        "gpu_hours": float, "gpu_hours_e4": int,
+    }, pk=STATS_KEY, if_not_exists=True)  # the primary key is the unique index on the group
+    fill_stats_daily(db)
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("0001_initial", m0001_initial),
     ("0002_gpu_hours", m0002_gpu_hours),
     ("0003_report_indexes", m0003_report_indexes),
+    ("0004_stats_daily", m0004_stats_daily),
 )
 
 
