@@ -20,7 +20,7 @@ STATE_OUTCOMES = {
     "BOOT_FAIL": ("node_failure", "infrastructure"),
     "OUT_OF_MEMORY": ("host_oom", "workload"),
 }
-SUCCESS_STATES = ("COMPLETED", "RUNNING", "COMPLETING", "PENDING")
+SUCCESS_STATES = ("COMPLETED",)  # a job still RUNNING or COMPLETING has not ended: never "did not fail"
 
 
 def _describe(sym: Symptom) -> str:

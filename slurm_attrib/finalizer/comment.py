@@ -9,7 +9,10 @@ Example: ``slurm-attrib/v1:st=attributed,cat=gpu_hardware,node=node-02,gpu=0000:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Optional
+
+from ..slurm.records import AcctRecord
 
 PREFIX = "slurm-attrib/v1:"
 SEPARATOR = "; "
@@ -73,3 +76,17 @@ def job_ref(job_id: str, array_job_id: str, array_task_id: str) -> str:
     """The id sacctmgr must be given: ``<array>_<task>`` for an array task (``where jobid=<array>`` would
     hit every task of the array), else the raw job id."""
     return f"{array_job_id}_{array_task_id}" if array_job_id and array_task_id else job_id
+
+
+def safe_ref(ref: str, job_id: str, rows: Sequence[AcctRecord]) -> Optional[str]:
+    """``ref`` checked against sacct's ``rows`` before sacctmgr gets it. ``<array>_<task>`` is kept. A bare
+    id that is also an array's id (the last task's raw id equals the array id) would make sacctmgr modify
+    every task of the array: it becomes ``<array>_<task>`` from this job's own record (raw id ``job_id``),
+    or None (do not write yet) while sacct does not show that record as an array task."""
+    if "_" in ref:
+        return ref
+    allocations = [r for r in rows if not r.is_step]
+    if not any(r.array_ids[0] == ref or r.job_id.startswith(f"{ref}_") for r in allocations):
+        return ref
+    own = next((r for r in allocations if r.job_id_raw == job_id and r.array_ids[0]), None)
+    return f"{own.array_ids[0]}_{own.array_ids[1]}" if own is not None else None

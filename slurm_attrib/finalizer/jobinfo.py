@@ -1,6 +1,9 @@
 """What the finalizer knows about a finished job, merged from the hooks' environment, the controller
 (``scontrol show job`` while the job is in memory) and accounting (``sacct``, complete 1-2 s after the
-end). Job state: jobcomp ``JOBSTATE``, else scontrol, else sacct."""
+end). Job state: jobcomp ``JOBSTATE``, else scontrol, else sacct — but only a *settled* state counts (see
+:func:`settled`): while the node Epilogs run, ``scontrol`` prints ``JobState=COMPLETING`` and hides the
+final state, and sacct may still say ``RUNNING``; taking either as the job's state would diagnose a
+successful job (and write a verdict onto its record) or lose a failed job's real state."""
 
 from __future__ import annotations
 
@@ -15,6 +18,13 @@ from .queue import PendingJob
 FINAL_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
                 "BOOT_FAIL", "DEADLINE")
 REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD")
+
+
+def settled(state: str) -> bool:
+    """Whether ``state`` says how the job ended (or that it was requeued). ``COMPLETING`` (a flag that
+    scontrol shows instead of the base state until every node's Epilog is done), ``RUNNING``,
+    ``CONFIGURING``, ``SUSPENDED``, ... do not: the finalizer must wait for another source."""
+    return state in FINAL_STATES or state in REQUEUED_STATES
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,7 @@ def from_hooks(job: PendingJob) -> JobInfo:
     task = ctld.get("SLURM_ARRAY_TASK_ID") or (comp.get("ARRAYTASKID", "")
                                                if comp.get("ARRAYTASKID") != NO_ARRAY_TASK else "")
     comp_state = base_state(comp.get("JOBSTATE", ""))
+    comp_state = comp_state if settled(comp_state) else ""
     return JobInfo(
         job_id=job.job_id, cluster=job.cluster, restart_count=job.restart_count or 0,
         state=comp_state, state_source="jobcomp" if comp_state else "",
@@ -93,8 +104,9 @@ def from_hooks(job: PendingJob) -> JobInfo:
 
 
 def with_controller(info: JobInfo, ctl: ControllerJob) -> JobInfo:
-    """Fill from ``scontrol show job``; its state counts when jobcomp gave none."""
-    state, source = (info.state, info.state_source) if info.state else (ctl.state, "scontrol")
+    """Fill from ``scontrol show job``; its state counts when jobcomp gave none and it is settled."""
+    state, source = (info.state, info.state_source) if info.state or not settled(ctl.state) \
+        else (ctl.state, "scontrol")
     return replace(
         info, state=state, state_source=source, exit_code=info.exit_code or ctl.exit_code,
         derived_exit_code=info.derived_exit_code or ctl.derived_exit_code, user=info.user or ctl.user,
@@ -119,7 +131,8 @@ def allocation(records: list[AcctRecord], job_id: str) -> Optional[AcctRecord]:
 def with_accounting(info: JobInfo, alloc: AcctRecord) -> JobInfo:
     """Fill from sacct's allocation row; its state counts when neither jobcomp nor scontrol gave one.
     sacct's exit codes are the reference when present."""
-    state, source = (info.state, info.state_source) if info.state else (alloc.state, "sacct")
+    state, source = (info.state, info.state_source) if info.state or not settled(alloc.state) \
+        else (alloc.state, "sacct")
     array_id, task = alloc.array_ids
     nodes = info.nodes if len(info.nodes) >= len(alloc.nodes) else alloc.nodes
     return replace(

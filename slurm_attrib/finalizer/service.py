@@ -114,8 +114,8 @@ class Finalizer:
             queue.remove_entries(job)
             return Result(job.key, "duplicate", str(done.get("verdict_id", "")))
         info = self._job_info(job)
-        if info is None or not info.state:
-            return self._retry_state(job, work, t)
+        if not info.state:
+            return self._retry_state(job, info, work, t)
         if info.requeued:
             queue.remove_entries(job)
             return Result(job.key, "requeued", detail=f"state {info.state}: the job runs again")
@@ -128,25 +128,28 @@ class Finalizer:
         job.restart_count = ctl.restarts if ctl else 0
         return job
 
-    def _job_info(self, job: queue.PendingJob) -> Optional[jobinfo.JobInfo]:
+    def _job_info(self, job: queue.PendingJob) -> jobinfo.JobInfo:
         info = jobinfo.from_hooks(job)
         ctl = self.slurm.show_job(job.job_id)
         if ctl is not None:
             info = jobinfo.with_controller(info, ctl)
+            if not jobinfo.settled(ctl.state):
+                log.info("%s: scontrol says %s, not a final state: asking sacct", job.key, ctl.state or "nothing")
         if not info.state:
             alloc = jobinfo.allocation(self.slurm.job_records(job.job_id), job.job_id)
             if alloc is not None:
                 info = jobinfo.with_accounting(info, alloc)
         return info
 
-    def _retry_state(self, job: queue.PendingJob, work: _Work, t: float) -> Result:
+    def _retry_state(self, job: queue.PendingJob, info: jobinfo.JobInfo, work: _Work, t: float) -> Result:
+        """No settled state yet (e.g. scontrol still says COMPLETING and sacct has not caught up): wait,
+        at most ``sacct_retries`` times, then diagnose with what is known."""
         cfg = self.config.finalizer
         work.state_tries += 1
         if work.state_tries <= cfg.sacct_retries:
             work.next_try = t + cfg.sacct_retry_delay_s
             return Result(job.key, "waiting", detail="job state not known yet")
-        log.warning("%s: no job state from jobcomp, scontrol or sacct; diagnosing without it", job.key)
-        info = jobinfo.from_hooks(job)
+        log.warning("%s: no final job state from jobcomp, scontrol or sacct; diagnosing without it", job.key)
         return self._diagnose(job, info, datetime.fromtimestamp(t, tz=timezone.utc), [])
 
     def _finish_success(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime) -> Result:
@@ -265,8 +268,14 @@ class Finalizer:
                          and (r.job_id == pending.ref or r.job_id_raw == pending.job_id)), None)
         if existing is None:
             return ""  # not in the database yet: writing now could clobber text we have not read
+        ref = comment.safe_ref(pending.ref, pending.job_id, rows)
+        if ref is None:
+            log.info("%s: %s is an array's id and this job's own task record is not in sacct yet: waiting",
+                     pending.key, pending.ref)
+            return ""  # ``where jobid=<array id>`` would modify every task of the array
+        pending.ref = ref
         text = comment.merge(existing, pending.segment)
-        return text if self.slurm.set_admin_comment(pending.ref, text) else ""
+        return text if self.slurm.set_admin_comment(ref, text) else ""
 
     def _retry_comments(self, t: float) -> list[Result]:
         results = []

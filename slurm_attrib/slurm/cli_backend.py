@@ -4,6 +4,7 @@ misreports exit codes on 22.05 and 23.02)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import Optional
@@ -18,6 +19,7 @@ from .runner import CommandResult, CommandRunner, run_command
 SACCT_FIELDS = ["jobid", "jobidraw", "state", "exitcode", "derivedexitcode", "nodelist", "user", "uid",
                 "partition", "cluster", "jobname", "start", "end", "workdir", "admincomment"]
 EVENT_FORMAT = "NodeName,TimeStart,TimeEnd,State,Reason"
+log = logging.getLogger(__name__)
 NOT_IN_DB = ("nothing modified", "didn't affect anything", "did not affect anything")
 
 
@@ -86,6 +88,8 @@ class CliSlurm:
         argv = ["sacctmgr", "-i", "modify", "job", "where", f"jobid={job_ref}", "set", f"AdminComment={text}"]
         result = self._run(argv, check=False)
         said = (result.stdout + result.stderr).lower()
+        log.info("sacctmgr modify job where jobid=%s: exit %s: %s", job_ref, result.returncode,
+                 " ".join(said.split())[:300])
         if any(marker in said for marker in NOT_IN_DB):
             return False
         if result.returncode != 0:

@@ -27,8 +27,8 @@ class FakeSlurm:
 
     def job_records(self, job_id: str) -> list[AcctRecord]:
         self.calls.append(f"sacct {job_id}")
-        rows = [r for recs in self.acct.values() for r in recs
-                if job_id in (r.job_id_raw.split(".")[0], r.job_id.split(".")[0])]
+        rows = [r for recs in self.acct.values() for r in recs  # sacct -j <array id> lists every task
+                if job_id in (r.job_id_raw.split(".")[0], r.job_id.split(".")[0], r.job_id.split("_")[0])]
         return [r if r.is_step else _with_comment(r, self.comments.get(r.job_id, r.admin_comment)) for r in rows]
 
     def node_history(self, nodes: Sequence[str], since: datetime, until: datetime,

@@ -36,8 +36,9 @@ def _acct(job: str, state: str, exit_code: str, nodes: tuple[str, ...], shown: s
                       uid=os.getuid(), partition="debug", start=T0 - timedelta(minutes=10), end=T0)
 
 
-def _ctl(job: str, state: str, nodes: tuple[str, ...], std_out: str = "", **kw: str) -> ControllerJob:
-    return ControllerJob(job_id=job, state=state, exit_code="1:0", nodes=nodes, node_list=",".join(nodes),
+def _ctl(job: str, state: str, nodes: tuple[str, ...], std_out: str = "", exit_code: str = "1:0",
+         **kw: str) -> ControllerJob:
+    return ControllerJob(job_id=job, state=state, exit_code=exit_code, nodes=nodes, node_list=",".join(nodes),
                          start=T0 - timedelta(minutes=10), end=T0, std_out=std_out, uid=os.getuid(), user="alice",
                          **kw)  # type: ignore[arg-type]
 
@@ -167,6 +168,49 @@ def test_state_from_sacct_with_retries(tmp_path: Path, engine: Engine) -> None:
     assert fin.step(T0 + timedelta(seconds=2))[0].detail == "retry later"
     (result,) = fin.step(T0 + timedelta(seconds=4))
     assert result.outcome == "diagnosed" and "job_limit" in result.detail
+
+
+def test_completing_is_not_a_state_success_of_an_array_task_gets_no_verdict(tmp_path: Path,
+                                                                               engine: Engine) -> None:
+    # measured on 22.05 under load: the finalizer saw task 1 (exit 0) while its node Epilog still ran;
+    # scontrol said JobState=COMPLETING, which was taken as the state, and "the job did not fail" was
+    # written onto the task's record. sacct already has the final state: it is the one that counts.
+    hooks.enqueue("epilog_slurmctld", _ctld_env("10", "node-01", "0:0", SLURM_ARRAY_JOB_ID="9",
+                                                SLURM_ARRAY_TASK_ID="1"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"10": _ctl("10", "COMPLETING", ("node-01",), exit_code="0:0")},
+                      acct={"9": [_acct("10", "COMPLETED", "0:0", ("node-01",), shown="9_1")]})
+    store = FakeStore()
+    (result,) = _finalizer(tmp_path, engine, slurm, store).step(T0 + timedelta(seconds=1))
+    assert result.outcome == "success", result
+    assert store.recorded == [] and slurm.comments == {} and not any("sacctmgr" in c for c in slurm.calls)
+
+
+def test_completing_waits_for_a_final_state_then_uses_it(tmp_path: Path, engine: Engine) -> None:
+    hooks.enqueue("epilog_slurmctld", _ctld_env("16", "node-01", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"16": _ctl("16", "COMPLETING", ("node-01",), exit_code="0:0")},
+                      acct={"16": [_acct("16", "RUNNING", "0:0", ("node-01",))]})
+    store = FakeStore()
+    fin = _finalizer(tmp_path, engine, slurm, store)
+    (first,) = fin.step(T0 + timedelta(seconds=1))
+    assert first.outcome == "waiting" and first.detail == "job state not known yet"
+    slurm.acct["16"] = [_acct("16", "TIMEOUT", "0:0", ("node-01",))]
+    (result,) = fin.step(T0 + timedelta(seconds=3))
+    assert result.outcome == "diagnosed" and "job_limit" in result.detail, result
+    assert set(slurm.comments) == {"16"}
+
+
+def test_bare_array_id_is_never_given_to_sacctmgr(tmp_path: Path, engine: Engine) -> None:
+    # no array ids from any hook: the ref would be the raw id 9, which is also the array's id (the last
+    # task keeps it), and ``where jobid=9`` modifies every task: the task's own id 9_2 is used instead
+    hooks.enqueue("epilog_slurmctld", _ctld_env("9", "node-01", "4:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"9": _ctl("9", "FAILED", ("node-01",))},
+                      acct={"9": [_acct("10", "COMPLETED", "0:0", ("node-02",), shown="9_1"),
+                                  _acct("9", "FAILED", "4:0", ("node-01",), shown="9_2")]})
+    _node_bundle(tmp_path, "c_9_0", "node-01")
+    (result,) = _finalizer(tmp_path, engine, slurm, FakeStore()).step(T0 + timedelta(seconds=1))
+    assert result.outcome == "diagnosed"
+    assert set(slurm.comments) == {"9_2"}
+    assert [c for c in slurm.calls if c.startswith("sacctmgr")] == ["sacctmgr 9_2"]
 
 
 def test_remediation_drains_an_attributed_gpu_fault(tmp_path: Path, engine: Engine) -> None:

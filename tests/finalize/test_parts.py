@@ -14,6 +14,7 @@ from slurm_attrib.finalizer import comment, jobinfo
 from slurm_attrib.finalizer.applog import JobIdentity, expand_pattern, read_tail
 from slurm_attrib.finalizer.queue import QueueEntry, group_entries
 from slurm_attrib.remediate import DrainLedger, RemediationError, Remediator
+from slurm_attrib.slurm.records import AcctRecord, ControllerJob
 
 from .fakes import FakeSlurm
 
@@ -41,6 +42,33 @@ def test_merge_replaces_only_our_segment(existing: str, expected: str) -> None:
 
 def test_array_tasks_are_addressed_as_array_underscore_task() -> None:
     assert comment.job_ref("8", "7", "1") == "7_1" and comment.job_ref("12", "", "") == "12"
+
+
+def _row(shown: str, raw: str) -> AcctRecord:
+    return AcctRecord(job_id=shown, job_id_raw=raw, state="FAILED")
+
+
+@pytest.mark.parametrize("ref, job_id, rows, expected", [
+    ("9_2", "9", [], "9_2"),  # <array>_<task> names one task
+    ("12", "12", [_row("12", "12"), _row("12.batch", "12.batch")], "12"),  # not an array
+    ("9", "9", [_row("9_1", "10"), _row("9_2", "9"), _row("9_2.batch", "9.batch")], "9_2"),
+    ("9", "9", [_row("9_1", "10"), _row("9_[2]", "9")], None),  # own task record not in sacct yet
+    ("9", "9", [_row("9_1", "10"), _row("9", "9")], None),
+])
+def test_safe_ref_never_lets_an_array_id_through(ref: str, job_id: str, rows: list[AcctRecord],
+                                                 expected: str) -> None:
+    assert comment.safe_ref(ref, job_id, rows) == expected
+
+
+@pytest.mark.parametrize("state, ok", [("COMPLETED", True), ("FAILED", True), ("PENDING", True),
+                                       ("COMPLETING", False), ("RUNNING", False), ("", False)])
+def test_only_settled_states_count(state: str, ok: bool) -> None:
+    assert jobinfo.settled(state) is ok
+    info = jobinfo.JobInfo(job_id="5", cluster="c", restart_count=0)
+    ctl = ControllerJob(job_id="5", state=state, exit_code="0:0")
+    assert jobinfo.with_controller(info, ctl).state == (state if ok else "")
+    alloc = AcctRecord(job_id="5", job_id_raw="5", state=state)
+    assert jobinfo.with_accounting(info, alloc).state == (state if ok else "")
 
 
 def test_output_patterns() -> None:

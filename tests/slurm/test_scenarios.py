@@ -181,6 +181,10 @@ def test_array_task_only_that_task_carries_the_verdict(slurm_env: Env) -> None:
     assert PREFIX in text
     wait_for(lambda: len(env.cluster.sacct(array)) >= 2, 20, "both tasks in sacct")
     time.sleep(2)
+    # task 1 exited 0: no verdict on its record and none stored (the finalizer once took scontrol's
+    # JobState=COMPLETING, shown while the node Epilog still runs, for the job's state and diagnosed it)
     assert PREFIX not in comment_of(env, f"{array}_1")
+    assert stored(env, f"{array}_1") == []
     rows = stored(env, failing)
     assert rows and rows[0]["array_task"] == "2"
+    assert json.loads(rows[0]["json"])["job"]["state"] == "FAILED"
