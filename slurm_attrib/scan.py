@@ -168,8 +168,7 @@ def _emit_hits(seg: _Segment, prefilter: Prefilter, on_line: Callable[[Line], No
     for pos in prefilter.positions(buf, seg.begin, seg.end):
         if pos <= last_line_end:
             continue  # another anchor on a line already handled
-        start = buf.rfind(b"\n", seg.begin, pos) + 1 or seg.begin
-        start = max(start, seg.begin)
+        start = max(buf.rfind(b"\n", seg.begin, pos) + 1, seg.begin)
         stop = buf.find(b"\n", pos, seg.end)
         stop = seg.end if stop < 0 else stop
         count_line += count_newlines(buf, count_pos, start)
