@@ -264,13 +264,20 @@ SWEEP_COLUMNS = ("cluster", "job_id", "state", "action", "status", "category", "
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .store import sacct
-    from .store.sweep import sweep
+    from .store.sweep import FailedJobSource, sweep
 
     now = _now(args)
     window = _window(args, now)
-    source: sacct.SacctSource = sacct.SacctFiles(args.sacct_file, cluster=args.cluster or "") if args.sacct_file \
-        else sacct.SacctCommand(timeout_s=args.sacct_timeout, cluster=args.cluster)
+    source: FailedJobSource
+    if args.sacct_file:
+        from .slurm import CapturedSacct
+
+        source = CapturedSacct(args.sacct_file, cluster=args.cluster or "")
+    else:  # the finalizer's backend (config finalizer.backend), with the sweep's own timeout
+        from .config import load_config
+        from .slurm import open_slurm
+
+        source = open_slurm(load_config(args.config).finalizer.backend, args.sacct_timeout, cluster=args.cluster or "")
     bar = ProgressBar("sweep")
     with _open(args, create=True) as st:
         results = sweep(st, _engine(args), source, window.since or now, window.until or now, now, spool=args.spool,
@@ -378,10 +385,12 @@ def register(sub: Any) -> None:
                      "failed job sacct reports in the window that has no verdict gets one, from the job facts "
                      "and its spooled bundle (--spool DIR/<job id>/) when there is one.")
     sweep.add_argument("--spool", help="directory of node bundles: DIR/<cluster>/<job id>/ or DIR/<job id>/")
-    sweep.add_argument("--cluster", help="the cluster (sacct -M; and the cluster name of --sacct-file output)")
+    sweep.add_argument("--cluster", help="the cluster (sacct --clusters; and the cluster name of --sacct-file output)")
     sweep.add_argument("--sacct-file", action="append", help="read this captured `sacct --parsable2` output "
                        "instead of running sacct (repeatable)")
     sweep.add_argument("--sacct-timeout", type=float, default=60.0, help="seconds sacct may take (default 60)")
+    sweep.add_argument("--config", help="configuration file whose finalizer.backend (auto, cli, pyslurm) asks "
+                       "Slurm (default /etc/slurm-attrib/slurm-attrib.yaml)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs that would get a verdict")
     _store_options(sweep)
     _history_option(sweep)

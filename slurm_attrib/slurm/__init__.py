@@ -7,16 +7,17 @@ import importlib
 import logging
 from typing import Any, Callable, Optional
 
-from .base import SlurmAccess
+from .base import FAILED_STATES, SlurmAccess
+from .captured import CapturedSacct
 from .cli_backend import CliSlurm
 from .errors import SlurmCommandError, SlurmError, SlurmParseError, SlurmTimeout
 from .pyslurm_backend import PyslurmSlurm, version_matches
 from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
 from .runner import CommandResult, CommandRunner, run_command
 
-__all__ = ["AcctRecord", "CliSlurm", "CommandResult", "CommandRunner", "ControllerJob", "NodeEvent", "NodeInfo",
-           "PyslurmSlurm", "SlurmAccess", "SlurmCommandError", "SlurmError", "SlurmParseError", "SlurmTimeout",
-           "open_slurm", "run_command", "slurm_version"]
+__all__ = ["FAILED_STATES", "AcctRecord", "CapturedSacct", "CliSlurm", "CommandResult", "CommandRunner",
+           "ControllerJob", "NodeEvent", "NodeInfo", "PyslurmSlurm", "SlurmAccess", "SlurmCommandError", "SlurmError",
+           "SlurmParseError", "SlurmTimeout", "open_slurm", "run_command", "slurm_version"]
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +32,11 @@ def slurm_version(runner: CommandRunner = run_command) -> str:
 
 
 def open_slurm(backend: str = "auto", timeout_s: float = 20.0, runner: CommandRunner = run_command,
-               importer: Callable[[str], Any] = importlib.import_module) -> SlurmAccess:
+               importer: Callable[[str], Any] = importlib.import_module, cluster: str = "") -> SlurmAccess:
     """The backend to use: ``cli``, ``pyslurm`` (an error when unusable) or ``auto`` (pyslurm when it
-    imports and matches the installed Slurm, else the CLI)."""
-    cli = CliSlurm(runner=runner, timeout_s=timeout_s)
+    imports and matches the installed Slurm, else the CLI). ``cluster`` restricts the CLI's sacct
+    queries to one cluster (``--clusters``)."""
+    cli = CliSlurm(runner=runner, timeout_s=timeout_s, cluster=cluster)
     if backend == "cli":
         return cli
     module: Optional[Any] = None

@@ -9,6 +9,7 @@ from typing import Optional, Protocol
 from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
 
 HISTORY_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY")
+FAILED_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED")  # the backfill's
 
 
 class SlurmAccess(Protocol):
@@ -22,6 +23,10 @@ class SlurmAccess(Protocol):
     def node_history(self, nodes: Sequence[str], since: datetime, until: datetime,
                      states: Sequence[str] = HISTORY_STATES) -> list[AcctRecord]:
         """Allocations on any of ``nodes`` that ended in one of ``states`` between the two times."""
+
+    def failed_jobs(self, since: datetime, until: datetime) -> list[AcctRecord]:
+        """Allocations (no steps) in one of :data:`FAILED_STATES` during the window whose end lies in
+        [since, until) or is unknown: what the store's backfill sweep diagnoses."""
 
     def show_job(self, job_id: str) -> Optional[ControllerJob]:
         """The controller's record while it is in memory (MinJobAge), else None."""

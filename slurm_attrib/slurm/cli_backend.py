@@ -10,7 +10,7 @@ from datetime import datetime, tzinfo
 from typing import Optional
 
 from . import hostlist
-from .base import HISTORY_STATES
+from .base import FAILED_STATES, HISTORY_STATES
 from .errors import SlurmCommandError
 from .parse import parse_events, parse_partition_nodes, parse_sacct, parse_scontrol_job, parse_scontrol_node
 from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
@@ -18,14 +18,16 @@ from .runner import CommandResult, CommandRunner, run_command
 
 SACCT_FIELDS = ["jobid", "jobidraw", "state", "exitcode", "derivedexitcode", "nodelist", "user", "uid",
                 "partition", "cluster", "jobname", "start", "end", "workdir", "admincomment"]
+FAILED_JOB_FIELDS = ["jobid", "jobidraw", "cluster", "user", "partition", "nodelist", "start", "end", "state",
+                     "exitcode", "derivedexitcode"]  # the backfill query (failed_jobs), also without a header
 EVENT_FORMAT = "NodeName,TimeStart,TimeEnd,State,Reason"
 log = logging.getLogger(__name__)
 NOT_IN_DB = ("nothing modified", "didn't affect anything", "did not affect anything")
 
 
-def _slurm_time(when: datetime) -> str:
-    """Slurm reads times without a zone in the local zone: convert an aware time to local."""
-    return when.astimezone().strftime("%Y-%m-%dT%H:%M:%S")
+def _slurm_time(when: datetime, tz: Optional[tzinfo] = None) -> str:
+    """Slurm reads times without a zone in its local zone (``tz``, default this host's): convert to it."""
+    return when.astimezone(tz).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 class CliSlurm:
@@ -62,9 +64,17 @@ class CliSlurm:
             return []
         argv = ["sacct", "--parsable2", "--noheader", "--allusers", "--allocations",
                 f"--format={','.join(SACCT_FIELDS)}", f"--nodelist={hostlist.compress(list(nodes))}",
-                f"--state={','.join(states)}", f"--starttime={_slurm_time(since)}",
-                f"--endtime={_slurm_time(until)}", *self._cluster_args()]
+                f"--state={','.join(states)}", f"--starttime={_slurm_time(since, self.tz)}",
+                f"--endtime={_slurm_time(until, self.tz)}", *self._cluster_args()]
         return parse_sacct(self._run(argv).stdout, SACCT_FIELDS, self.tz)
+
+    def failed_jobs(self, since: datetime, until: datetime) -> list[AcctRecord]:
+        argv = ["sacct", "--parsable2", "--noheader", "--allusers", "--allocations",
+                f"--format={','.join(FAILED_JOB_FIELDS)}", f"--state={','.join(FAILED_STATES)}",
+                f"--starttime={_slurm_time(since, self.tz)}", f"--endtime={_slurm_time(until, self.tz)}",
+                *self._cluster_args()]
+        records = parse_sacct(self._run(argv).stdout, FAILED_JOB_FIELDS, self.tz)
+        return [r for r in records if not r.is_step and r.ended_in(since, until)]
 
     def show_job(self, job_id: str) -> Optional[ControllerJob]:
         result = self._run(["scontrol", "--oneliner", "show", "job", job_id], check=False)
@@ -80,8 +90,8 @@ class CliSlurm:
         if not nodes:
             return []
         argv = ["sacctmgr", "--noheader", "--parsable2", "list", "event",
-                f"nodes={hostlist.compress(list(nodes))}", f"start={_slurm_time(since)}",
-                f"end={_slurm_time(until)}", f"format={EVENT_FORMAT}"]
+                f"nodes={hostlist.compress(list(nodes))}", f"start={_slurm_time(since, self.tz)}",
+                f"end={_slurm_time(until, self.tz)}", f"format={EVENT_FORMAT}"]
         return parse_events(self._run(argv).stdout, self.tz)
 
     def set_admin_comment(self, job_ref: str, text: str) -> bool:

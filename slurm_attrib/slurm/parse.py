@@ -75,6 +75,14 @@ def parse_sacct(text: str, fields: Optional[list[str]] = None, tz: Optional[tzin
     return [acct_record(row, tz) for row in parse_parsable(text, fields)]
 
 
+def parse_sacct_capture(text: str, fields: list[str], tz: Optional[tzinfo] = None) -> list[AcctRecord]:
+    """Captured ``sacct --parsable2`` output (``#`` comments and ``$ `` command lines are skipped): a
+    header line (first column ``JobID``) names the columns; without one (``--noheader``), ``fields``."""
+    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("#", "$ "))), "")
+    has_header = first.split("|", 1)[0].strip().lower() == "jobid"
+    return parse_sacct(text, None if has_header else fields, tz)
+
+
 def parse_key_values(line: str) -> dict[str, str]:
     """``Key=Value Key2=Value with spaces`` (scontrol -o) → dict. A value runs to the next `` Key=``."""
     out: dict[str, str] = {}

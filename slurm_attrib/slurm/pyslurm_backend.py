@@ -4,7 +4,8 @@ against pyslurm 24.5's ``pyslurm/db/job.pyx`` and ``pyslurm/core/node.pyx``).
 
 pyslurm compiles against one Slurm major release (its ``X.Y`` tracks Slurm's), so it is used only
 when it imports and its version matches the installed Slurm. Anything it does not cover (node events,
-partitions, node history, array-task ids such as ``7_1``) goes to the CLI backend it wraps.
+partitions, node history, the backfill's failed jobs, array-task ids such as ``7_1``) goes to the CLI
+backend it wraps.
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ class PyslurmSlurm:
     def node_history(self, nodes: Sequence[str], since: datetime, until: datetime,
                      states: Sequence[str] = HISTORY_STATES) -> list[AcctRecord]:
         return self.cli.node_history(nodes, since, until, states)
+
+    def failed_jobs(self, since: datetime, until: datetime) -> list[AcctRecord]:
+        return self.cli.failed_jobs(since, until)
 
     def node_events(self, nodes: Sequence[str], since: datetime, until: datetime) -> list[NodeEvent]:
         return self.cli.node_events(nodes, since, until)

@@ -58,6 +58,10 @@ class AcctRecord:
             return array, task
         return "", ""
 
+    def ended_in(self, since: datetime, until: datetime) -> bool:
+        """The record belongs to [since, until) by its end; a record whose end is unknown belongs to any."""
+        return self.end is None or since <= self.end < until
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "job_id": self.job_id, "job_id_raw": self.job_id_raw, "state": self.state,

@@ -15,9 +15,3 @@ class StoreBusy(StoreError):
     """The store stayed locked or read-only through every retry; the caller may spool the verdict."""
 
     exit_code = 4
-
-
-class SacctError(AttribError):
-    """``sacct`` failed, timed out or printed what cannot be parsed."""
-
-    exit_code = 5

@@ -1,5 +1,7 @@
 """Backfill: every failed job sacct knows in a window that has no verdict in the store gets one, from
-whatever evidence is reachable — the job facts sacct gives, plus the job's spooled bundle if one exists."""
+whatever evidence is reachable — the job facts sacct gives, plus the job's spooled bundle if one exists.
+Slurm is asked through the Slurm access layer (:meth:`SlurmAccess.failed_jobs`), or captured sacct output
+stands in for it (:class:`slurm_attrib.slurm.CapturedSacct`)."""
 
 from __future__ import annotations
 
@@ -8,20 +10,40 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 import yaml
 
 from ..engine import Engine
 from ..errors import AttribError
+from ..slurm.records import AcctRecord
 from .db import Store
 from .errors import StoreError
 from .history import DEFAULT_HISTORY_DAYS, settings_with_history
 from .progress import ProgressCallback
 from .rows import JobKey
-from .sacct import SacctJob, SacctSource
 
 EVIDENCE_DIRS = ("applog", "syslog", "metrics", "facts", "sacct")
+
+
+class FailedJobSource(Protocol):
+    """Where the sweep learns which jobs failed in a window: a Slurm backend, or captured output."""
+
+    def failed_jobs(self, since: datetime, until: datetime) -> list[AcctRecord]: ...
+
+
+def job_yaml(job: AcctRecord) -> dict[str, Any]:
+    """The job.yaml facts (DESIGN.md §3) sacct knows; the raw id is the job id the hooks see."""
+    facts: dict[str, Any] = {"job_id": job.job_id_raw or job.job_id, "cluster": job.cluster, "user": job.user,
+                             "partition": job.partition, "nodes": list(job.nodes), "state": job.state,
+                             "exit_code": job.exit_code or "0:0", "derived_exit_code": job.derived_exit_code or "0:0"}
+    for key, when in (("start", job.start), ("end", job.end)):
+        if when is not None:
+            facts[key] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    array_job_id, array_task_id = job.array_ids
+    if array_job_id:
+        facts["array_job_id"], facts["array_task_id"] = array_job_id, array_task_id
+    return facts
 
 
 @dataclass(frozen=True)
@@ -42,7 +64,7 @@ class SweepResult:
         return dict(self.__dict__)
 
 
-def find_spooled_bundle(spool: Optional[Path], job: SacctJob) -> Optional[Path]:
+def find_spooled_bundle(spool: Optional[Path], job: AcctRecord) -> Optional[Path]:
     """``SPOOL/<cluster>/<job id>/`` or ``SPOOL/<job id>/`` (raw or printed id), if it is a directory."""
     if spool is None:
         return None
@@ -53,7 +75,7 @@ def find_spooled_bundle(spool: Optional[Path], job: SacctJob) -> Optional[Path]:
     return None
 
 
-def build_bundle(job: SacctJob, dest: Path, spooled: Optional[Path]) -> None:
+def build_bundle(job: AcctRecord, dest: Path, spooled: Optional[Path]) -> None:
     """Write a bundle for ``job`` into ``dest``: the spooled evidence (if any), and a job.yaml whose
     facts come from sacct, keeping what only the spooled job.yaml knows (ranks, gpus_per_node ...)."""
     facts: dict[str, Any] = {}
@@ -65,11 +87,11 @@ def build_bundle(job: SacctJob, dest: Path, spooled: Optional[Path]) -> None:
         if old.is_file() and not old.is_symlink():
             loaded = yaml.safe_load(old.read_text(encoding="utf-8", errors="replace"))
             facts = loaded if isinstance(loaded, dict) else {}
-    facts.update({k: v for k, v in job.job_yaml().items() if v not in ("", [], None)})
+    facts.update({k: v for k, v in job_yaml(job).items() if v not in ("", [], None)})
     (dest / "job.yaml").write_text(yaml.safe_dump(facts, sort_keys=True), encoding="utf-8")
 
 
-def sweep(store: Store, engine: Engine, source: SacctSource, since: datetime, until: datetime,
+def sweep(store: Store, engine: Engine, source: FailedJobSource, since: datetime, until: datetime,
           verdict_time: datetime, *, spool: Optional[Union[str, Path]] = None, dry_run: bool = False,
           history_days: float = DEFAULT_HISTORY_DAYS, progress: Optional[ProgressCallback] = None) -> list[SweepResult]:
     """Diagnose and record every failed job in [since, until) that has no verdict yet."""
@@ -83,10 +105,11 @@ def sweep(store: Store, engine: Engine, source: SacctSource, since: datetime, un
     return results
 
 
-def _sweep_one(store: Store, engine: Engine, job: SacctJob, verdict_time: datetime, spool: Optional[Path],
+def _sweep_one(store: Store, engine: Engine, job: AcctRecord, verdict_time: datetime, spool: Optional[Path],
                dry_run: bool, history_days: float) -> SweepResult:
     base = {"cluster": job.cluster, "job_id": job.job_id, "state": job.state}
-    if store.has_verdict(job.cluster, (job.job_id_raw, job.job_id), job.array_job_id, job.array_task_id):
+    array_job_id, array_task_id = job.array_ids
+    if store.has_verdict(job.cluster, (job.job_id_raw, job.job_id), array_job_id, array_task_id):
         return SweepResult(action="has-verdict", **base)
     spooled = find_spooled_bundle(spool, job)
     evidence = "sacct+spool" if spooled else "sacct"
@@ -95,7 +118,7 @@ def _sweep_one(store: Store, engine: Engine, job: SacctJob, verdict_time: dateti
     with tempfile.TemporaryDirectory(prefix="slurm-attrib-sweep-") as tmp:
         try:
             build_bundle(job, Path(tmp), spooled)
-            key = JobKey(job.cluster, job.job_id_raw or job.job_id, job.array_task_id, 0)
+            key = JobKey(job.cluster, job.job_id_raw or job.job_id, array_task_id, 0)
             settings = settings_with_history(engine.settings, store, list(job.nodes), job.end or verdict_time,
                                              history_days, key)
             diag = engine.diagnose(tmp, settings)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from slurm_attrib.slurm import CliSlurm, CommandResult, PyslurmSlurm, SlurmCommandError, SlurmError, open_slurm
-from slurm_attrib.slurm.cli_backend import SACCT_FIELDS
+from slurm_attrib.slurm.cli_backend import FAILED_JOB_FIELDS, SACCT_FIELDS
 from slurm_attrib.slurm.pyslurm_backend import version_matches
 from slurm_attrib.slurm.runner import run_command
 
@@ -77,6 +77,34 @@ def test_node_history_and_events_argv() -> None:
     assert [(e.node, e.state) for e in events] == [("node-03", "DOWN"), ("node-04", "DRAIN")]
 
 
+def test_failed_jobs_argv_and_window() -> None:
+    text = (DATA / "sacct-failedjobs-window.txt").read_text()
+    runner = FakeRunner({"sacct": (0, text, "")})
+    cli = CliSlurm(runner, timeout_s=9, cluster="attrib", tz=timezone.utc)
+    since, until = datetime(2026, 12, 2, 15, 41, 52, tzinfo=timezone.utc), datetime(2026, 12, 3, tzinfo=timezone.utc)
+    recs = cli.failed_jobs(since, until)
+    argv, timeout = runner.calls[0]
+    assert argv == ("sacct", "--parsable2", "--noheader", "--allusers", "--allocations",
+                    f"--format={','.join(FAILED_JOB_FIELDS)}",
+                    "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED,PREEMPTED",
+                    "--starttime=2026-12-02T15:41:52", "--endtime=2026-12-03T00:00:00", "--clusters=attrib")
+    assert timeout == 9
+    assert [(r.job_id, r.job_id_raw, r.array_ids) for r in recs] == [("2_1", "3", ("2", "1")), ("2_2", "2", ("2", "2"))]
+    assert recs[0].cluster == "attrib" and recs[0].nodes == ("node-01",) and recs[0].exit_code == "1:0"
+    everything = CliSlurm(FakeRunner({"sacct": (0, text, "")}), tz=timezone.utc).failed_jobs(
+        datetime(2026, 12, 1, tzinfo=timezone.utc), until)
+    assert [r.job_id for r in everything] == ["1", "2_1", "2_2"]  # job 1 ended before `since` above
+
+
+def test_failed_jobs_leaves_out_steps_and_reports_errors() -> None:
+    step = "1.batch|1.batch|attrib|||node-01|2026-12-02T15:41:50|2026-12-02T15:41:50|FAILED|3:0|\n"
+    since, until = datetime(2026, 12, 1, tzinfo=timezone.utc), datetime(2026, 12, 3, tzinfo=timezone.utc)
+    assert CliSlurm(FakeRunner({"sacct": (0, step, "")}), tz=timezone.utc).failed_jobs(since, until) == []
+    with pytest.raises(SlurmCommandError, match=r"sacct exited 1: .*database"):
+        CliSlurm(FakeRunner({"sacct": (1, "", "sacct: error: Problem talking to the database")})) \
+            .failed_jobs(since, until)
+
+
 def test_drain_and_partition() -> None:
     runner = FakeRunner({"scontrol update": (0, "", ""),
                          "scontrol --oneliner": (0, (DATA / "scontrol-partition.txt").read_text(), "")})
@@ -121,6 +149,8 @@ def test_open_slurm_picks_pyslurm_only_when_it_matches(mocker: Any) -> None:
     assert isinstance(open_slurm("auto", runner=runner, importer=missing), CliSlurm)
     with pytest.raises(SlurmError, match="does not match"):
         open_slurm("pyslurm", runner=runner, importer=lambda name: other)
+    cli = open_slurm("cli", runner=runner, cluster="orion")
+    assert isinstance(cli, CliSlurm) and cli.cluster == "orion"
 
 
 def test_pyslurm_backend_job_records_and_comment(mocker: Any) -> None:
@@ -157,3 +187,12 @@ def test_pyslurm_backend_drain(mocker: Any) -> None:
     PyslurmSlurm(module, CliSlurm(FakeRunner({}))).drain_node("node-02", "slurm-attrib: x")
     module.Node.assert_called_with(state="DRAIN", reason="slurm-attrib: x")
     module.Node.load.return_value.modify.assert_called_once()
+
+
+def test_pyslurm_backend_sends_failed_jobs_to_the_cli(mocker: Any) -> None:
+    module = _fake_pyslurm(mocker)
+    runner = FakeRunner({"sacct": (0, (DATA / "sacct-failedjobs-window.txt").read_text(), "")})
+    since, until = datetime(2026, 12, 1, tzinfo=timezone.utc), datetime(2026, 12, 3, tzinfo=timezone.utc)
+    recs = PyslurmSlurm(module, CliSlurm(runner, tz=timezone.utc)).failed_jobs(since, until)
+    assert [r.job_id for r in recs] == ["1", "2_1", "2_2"] and runner.calls[0][0][0] == "sacct"
+    assert not module.db.Jobs.load.called

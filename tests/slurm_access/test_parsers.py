@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pytest
 
 from slurm_attrib.slurm import hostlist, parse
+from slurm_attrib.slurm.cli_backend import FAILED_JOB_FIELDS
 from slurm_attrib.slurm.errors import SlurmParseError
 
 from .cases import DATA, cases, parser_for
@@ -30,6 +32,25 @@ def test_array_task_ids_and_cancelled_by() -> None:
         ("7_1", "8", ("7", "1")), ("7_2", "7", ("7", "2"))]
     cancelled = parse.parse_sacct((DATA / "sacct-envdump-cancelled.txt").read_text())[0]
     assert cancelled.state == "CANCELLED" and cancelled.state_text == "CANCELLED by 0"
+
+
+def test_capture_with_or_without_header() -> None:
+    with_header = parse.parse_sacct_capture((DATA / "sacct-envdump-array.txt").read_text(), FAILED_JOB_FIELDS)
+    assert [r.job_id for r in with_header] == [r.job_id for r in parse.parse_sacct(
+        (DATA / "sacct-envdump-array.txt").read_text())]
+    bare = parse.parse_sacct_capture((DATA / "sacct-failedjobs-window.txt").read_text(), FAILED_JOB_FIELDS,
+                                     timezone.utc)
+    assert [(r.job_id, r.cluster, r.state) for r in bare] == [("1", "attrib", "FAILED"), ("2_1", "attrib", "FAILED"),
+                                                              ("2_2", "attrib", "FAILED")]
+    assert parse.parse_sacct_capture("# nothing\n", FAILED_JOB_FIELDS) == []
+
+
+def test_ended_in_window() -> None:
+    rec = parse.acct_record({"jobid": "5", "end": "2026-12-02T10:00:00"}, timezone.utc)
+    day = datetime(2026, 12, 2, tzinfo=timezone.utc)
+    assert rec.ended_in(day, datetime(2026, 12, 3, tzinfo=timezone.utc))
+    assert not rec.ended_in(day, datetime(2026, 12, 2, 10, tzinfo=timezone.utc))  # the end bound is open
+    assert parse.acct_record({"jobid": "6", "end": "Unknown"}).ended_in(day, day)  # unknown end: kept
 
 
 def test_pipe_inside_the_last_field_is_kept() -> None:
