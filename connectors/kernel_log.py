@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Optional
 
 from slurm_attrib.timestamps import TimeContext, parse_line_time
@@ -144,8 +144,3 @@ def _result(state: str, data: bytes, reason: str, began: float, truncated: bool 
     if truncated:
         reason += "; window larger than the cap, tail kept"
     return KernelLogResult(state, data, reason, time.monotonic() - began, truncated)
-
-
-def epoch(value: float) -> datetime:
-    """A UTC datetime from a Unix time."""
-    return datetime.fromtimestamp(value, tz=timezone.utc)

@@ -279,10 +279,6 @@ class Diagnosis:
     time_assumptions: list[str] = field(default_factory=list)
     annotations: list[str] = field(default_factory=list)
 
-    @property
-    def culprit_gpu(self) -> Optional[str]:
-        return self.root_cause.gpu if self.root_cause else None
-
     def to_dict(self) -> dict[str, Any]:
         root = self.root_cause
         return {

@@ -18,7 +18,6 @@ class HyperscanPrefilter:
 
     def __init__(self, hs: Any, anchors: Sequence[bytes]) -> None:
         self._anchors = sorted(set(anchors))
-        self._hs = hs
         self._db = hs.Database(mode=hs.HS_MODE_BLOCK)
         self._db.compile(expressions=[_literal(a) for a in self._anchors],
                          ids=list(range(len(self._anchors))),
@@ -50,7 +49,3 @@ def build(anchors: Sequence[bytes]) -> Prefilter:
         else:
             return HyperscanPrefilter(hyperscan, anchors)
     return RegexPrefilter(anchors)
-
-
-def backend_name(prefilter: Prefilter) -> str:
-    return "hyperscan" if isinstance(prefilter, HyperscanPrefilter) else "re"

@@ -19,7 +19,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 NO_ARRAY_TASK = "4294967294"
@@ -104,12 +103,3 @@ def _read_all(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks)
-
-
-def write_applog(dest: Path, name: str, read: AppLogRead) -> Optional[Path]:
-    if read.state != "ok":
-        return None
-    target = dest / "applog" / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(read.data)
-    return target

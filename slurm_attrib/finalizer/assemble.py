@@ -8,7 +8,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
@@ -121,7 +121,3 @@ def applog_names(info: JobInfo) -> dict[str, str]:
         if stderr != stdout:
             out[f"slurm-{info.job_id}.err"] = stderr
     return out
-
-
-def optional_text(value: Optional[str]) -> str:
-    return value or ""

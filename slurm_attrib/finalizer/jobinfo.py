@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Optional
 
-from ..slurm import hostlist
 from ..slurm.records import NO_ARRAY_TASK, AcctRecord, ControllerJob, base_state
 from .queue import PendingJob
 
@@ -156,7 +155,3 @@ def node_epilog_collects(job: PendingJob, capture_always: bool) -> bool:
         return ctld.get("SLURM_JOB_EXIT_CODE2", "0:0") != "0:0" or ctld.get("SLURM_JOB_DERIVED_EC", "0") != "0"
     comp = job.env("jobcomp")
     return comp.get("EXITCODE", "0:0") != "0:0" or comp.get("DERIVED_EC", "0:0") != "0:0"
-
-
-def hostlist_of(nodes: tuple[str, ...]) -> str:
-    return hostlist.compress(list(nodes)) if nodes else ""

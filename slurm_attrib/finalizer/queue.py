@@ -64,10 +64,6 @@ class PendingJob:
                 return entry.env
         return {}
 
-    @property
-    def jobcomp_state(self) -> str:
-        return self.env("jobcomp").get("JOBSTATE", "").upper()
-
     def nodes(self) -> list[str]:
         """The allocation from the hooks' environment (sacct can lag behind it right after the end)."""
         ctld, comp = self.env("epilog_slurmctld"), self.env("jobcomp")

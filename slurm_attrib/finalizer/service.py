@@ -53,7 +53,6 @@ class _PendingComment:
     segment: str
     first_try: float
     next_try: float
-    tries: int = 0
 
 
 @dataclass
@@ -262,7 +261,6 @@ class Finalizer:
         return ""
 
     def _try_comment(self, pending: _PendingComment, records: Optional[list[Any]] = None) -> str:
-        pending.tries += 1
         rows = records if records is not None else self.slurm.job_records(pending.ref)
         existing = next((r.admin_comment for r in rows if not r.is_step
                          and (r.job_id == pending.ref or r.job_id_raw == pending.job_id)), None)
