@@ -18,6 +18,7 @@ import yaml
 
 from .errors import BundleError
 from .model import SOURCE_APP, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
+from .safeio import read_regular
 from .timestamps import parse_iso
 
 JOB_FILE = "job.yaml"
@@ -91,7 +92,7 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         problems.append(f"{path.name}: missing")
         return None
     try:
-        data = _read_regular_file(path, MAX_YAML_BYTES)
+        data = read_regular(path, MAX_YAML_BYTES)
         return yaml.load(data.decode("utf-8", errors="replace"), Loader=_SAFE_LOADER)
     except (OSError, ValueError) as exc:
         problems.append(f"{path.name}: unreadable ({exc})")
@@ -101,20 +102,6 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         problems.append(f"{path.name}{where}: invalid YAML ({getattr(exc, 'problem', exc)})")
     return None
 
-
-def _read_regular_file(path: Path, limit: int) -> bytes:
-    """Read a regular file without following a symlink at its last component, at most ``limit`` bytes."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise ValueError(f"larger than {limit} bytes")
-    return data
 
 
 def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:

@@ -14,10 +14,11 @@ import gzip
 import io
 import os
 import re
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional, Protocol
+
+from .safeio import open_regular
 
 BLOCK_BYTES = 1 << 22
 LOOKAHEAD_BYTES = 64 << 10
@@ -120,15 +121,8 @@ def decode(raw: bytes) -> str:
 
 
 def open_evidence(path: str | os.PathLike[str]) -> IO[bytes]:
-    """Open an evidence file for reading without following a symlink at its last component."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{os.fspath(path)}: not a regular file")
-        handle: IO[bytes] = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """Open an evidence file (see :mod:`.safeio`); ``.gz`` files are decompressed on the fly."""
+    handle = open_regular(path)
     if str(path).endswith(".gz"):
         return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
     return handle

@@ -3,7 +3,6 @@ bundle. A node that sent nothing, or only part, is recorded (missing/timeout/err
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import stat
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import yaml
+
+from ..safeio import open_regular
 
 COPIED = ("syslog", "facts", "metrics")
 MAX_COLLECTION_BYTES = 1 << 20
@@ -42,11 +43,10 @@ def staged(spool: Path, key: str) -> list[str]:
 def read_collection(path: Path) -> Optional[dict[str, Any]]:
     """collection.yaml of a node bundle, or None when missing or unreadable."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with open_regular(path) as handle:
+            text = handle.read(MAX_COLLECTION_BYTES)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        text = handle.read(MAX_COLLECTION_BYTES)
     try:
         data = yaml.safe_load(text.decode("utf-8", errors="replace"))
     except yaml.YAMLError:

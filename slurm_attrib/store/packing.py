@@ -17,6 +17,8 @@ from typing import Optional, Union
 
 import yaml
 
+from ..safeio import read_regular
+
 ALWAYS_KEPT = ("job.yaml", "facts/")
 FORMAT = "tar.gz"
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
@@ -48,12 +50,6 @@ def bundle_files(root: Path) -> list[tuple[str, Path, int]]:
     return found
 
 
-def _read_nofollow(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
-
-
 def _tar(entries: list[tuple[str, bytes]]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
@@ -67,7 +63,7 @@ def _tar(entries: list[tuple[str, bytes]]) -> bytes:
 def pack_bundle(root: Union[str, os.PathLike[str]], cap_bytes: int) -> PackedBundle:
     """Pack the bundle directory; leave out the largest evidence files until it fits ``cap_bytes``."""
     files = bundle_files(Path(root))
-    contents = {rel: _read_nofollow(path) for rel, path, _ in files}
+    contents = {rel: read_regular(path) for rel, path, _ in files}
     kept = sorted(contents)
     omitted: list[str] = []
     data = _tar([(rel, contents[rel]) for rel in kept])
@@ -144,6 +140,6 @@ def gpus_per_node_in_dir(root: Union[str, os.PathLike[str]]) -> Optional[int]:
     """``gpus_per_node`` from a bundle directory's job.yaml (not a symlink)."""
     path = Path(root) / "job.yaml"
     try:
-        return gpus_per_node(_read_nofollow(path)) if path.is_file() and not path.is_symlink() else None
+        return gpus_per_node(read_regular(path)) if path.is_file() and not path.is_symlink() else None
     except OSError:
         return None
