@@ -8,6 +8,7 @@ directory raises :class:`BundleError`. File contents are not read here; see :mod
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -109,6 +110,7 @@ def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
     nodes = _str_list(raw.get("nodes"), "nodes", problems)
     collection = raw.get("collection") if isinstance(raw.get("collection"), dict) else {}
     bundles = collection.get("node_bundles") if isinstance(collection, dict) else None
+    zone, zone_source = _job_zone(raw)
     return JobFacts(
         job_id=_text(raw.get("job_id")) or "unknown",
         cluster=_text(raw.get("cluster")),
@@ -125,12 +127,32 @@ def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
         addresses=_addresses(raw.get("addresses"), problems),
         node_bundles=tuple(sorted((str(k), _text(v)) for k, v in bundles.items()))
         if isinstance(bundles, dict) else (),
-        timezone=_text(raw.get("timezone")) or "UTC",
+        timezone=zone,
+        timezone_source=zone_source,
         gpus_per_node=_int(raw.get("gpus_per_node"), 0) or None,
         restart_count=_int(raw.get("restart_count"), 0),
         array_job_id=_text(raw.get("array_job_id")),
         array_task_id=_text(raw.get("array_task_id")),
     )
+
+
+_OFFSET_AT_END = re.compile(r"(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\Z")
+
+
+def _job_zone(raw: dict[str, Any]) -> tuple[str, str]:
+    """The zone for stamps without an offset, and where it came from: job.yaml's ``timezone``, else the
+    offset written in the job's ``start``/``end`` (sacct and the hooks print local time with it), else UTC."""
+    named = _text(raw.get("timezone"))
+    if named:
+        return named, "job.yaml timezone"
+    for key in ("start", "end"):
+        value = raw.get(key)
+        text = value.isoformat() if isinstance(value, datetime) and value.tzinfo else _text(value)
+        found = _OFFSET_AT_END.search(text) if "T" in text or " " in text.strip() else None
+        if found:
+            offset = found.group(0)
+            return ("UTC" if offset in ("Z", "z") else offset), f"the offset of the job's {key} time"
+    return "UTC", "default"
 
 
 def _text(value: Any) -> str:

@@ -81,6 +81,7 @@ class JobFacts:
     addresses: tuple[tuple[str, str], ...] = ()  # (address, node)
     node_bundles: tuple[tuple[str, str], ...] = ()  # (node, ok|missing|error)
     timezone: str = "UTC"
+    timezone_source: str = "default"  # job.yaml timezone | the offset of the job's start time | default
     gpus_per_node: Optional[int] = None
     restart_count: int = 0
     array_job_id: str = ""

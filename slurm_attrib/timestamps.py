@@ -76,10 +76,19 @@ _HOST_TAG = rf"(?P<host>\S+) (?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
 _RANK = r"(?:\[[A-Za-z]*\d+\]:){0,2}"
 _LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \t]"
 
-_RE_DMESG_UPTIME = re.compile(_LEAD + _UPTIME)
-_RE_DMESG_CTIME = re.compile(
-    _LEAD + r"\[[A-Z][a-z]{2} " + _MONTH_DAY + " " + _CLOCK + r" (?P<Y>\d{4})\][ \t]*"
+_PRIORITY = r"(?:<\d{1,3}>)?"  # dmesg -r / --raw: the syslog priority before the stamp
+_RE_DMESG_UPTIME = re.compile(
+    _LEAD + _PRIORITY + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
 )
+_RE_DMESG_CTIME = re.compile(
+    _LEAD + _PRIORITY + r"\[[A-Z][a-z]{2} " + _MONTH_DAY + " " + _CLOCK
+    + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})\][ \t]*"
+)
+# dmesg -H / --reltime: '[Nov20 10:30]' opens each minute; '[  +0.000316]' is the delta to the previous line.
+_RE_DMESG_RELTIME = re.compile(
+    _LEAD + r"\[(?P<mon>[A-Z][a-z]{2})(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
+)
+_RE_DMESG_DELTA = re.compile(_LEAD + r"\[[ \t]*\+[ \t]*\d+\.\d{1,9}\][ \t]*")
 _RE_BRACKET_ISO = re.compile(_LEAD + r"\[" + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + r"?\][ \t]*")
 _RE_GLOG = re.compile(
     _LEAD
@@ -279,6 +288,35 @@ def _h_dmesg_uptime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStam
     return _stamp("dmesg_uptime", m, line, time, (note,), uptime=_uptime_of(m))
 
 
+def _h_dmesg_ctime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``dmesg -T`` / ``--ctime``: ``[Mon Nov 20 10:30:05 2023]``, local time of the node; some builds
+    print a zone abbreviation before the year, used only when it is UTC/GMT (abbreviations are ambiguous)."""
+    name = _opt(m, "zn")
+    if name is not None and name in _UTC_NAMES:
+        time = _in_zone(_wall(int(m["Y"]), _MONTHS.get(m["mon"], 0), int(m["d"]), _clock(m)), _UTC)
+        return None if time is None else _stamp("dmesg_ctime", m, line, time)
+    resolved = _absolute(m, ctx)
+    if resolved is None:
+        return None
+    notes = resolved[1] + ((f"zone abbreviation {name} not used",) if name else ())
+    return _stamp("dmesg_ctime", m, line, resolved[0], notes)
+
+
+def _h_dmesg_reltime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``dmesg -H``/``--reltime`` minute header ``[Nov20 10:30]``: no year, minute precision."""
+    month = _MONTHS.get(m["mon"])
+    resolved = None if month is None else _yearless(month, int(m["d"]), _clock(m), ctx)
+    if resolved is None:
+        return None
+    notes = resolved[1] + (() if _opt(m, "S") else ("dmesg -H stamp: minute precision",))
+    return _stamp("dmesg_reltime", m, line, resolved[0], notes)
+
+
+def _h_dmesg_delta(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``[  +0.000316]``: seconds since the previous line; the time comes from the line before."""
+    return _stamp("dmesg_delta", m, line, None)
+
+
 def _absolute_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
     """Handler for formats that carry a full date and no host (zone from offset or context)."""
 
@@ -332,7 +370,9 @@ _Handler = Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]
 # Order matters: bracketed forms first, then the ISO family from most to least specific, then syslog.
 _FORMATS: tuple[tuple[re.Pattern[str], _Handler], ...] = (
     (_RE_DMESG_UPTIME, _h_dmesg_uptime),
-    (_RE_DMESG_CTIME, _absolute_handler("dmesg_ctime")),
+    (_RE_DMESG_CTIME, _h_dmesg_ctime),
+    (_RE_DMESG_RELTIME, _h_dmesg_reltime),
+    (_RE_DMESG_DELTA, _h_dmesg_delta),
     (_RE_BRACKET_ISO, _absolute_handler("bracket_iso")),
     (_RE_GLOG, _h_glog),
     (_RE_GLOG_NOTIME, _h_glog_notime),

@@ -248,7 +248,6 @@ def test_formats(
 
 NO_STAMP_LINES = [
     pytest.param("NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ESR 0x404000=0x80000002", id="plain"),
-    pytest.param("[  +0.000844] nvidia 0000:03:00.0: AER: can't recover", id="dmesg-relative-unsupported"),
     pytest.param("[123] nvidia-nvswitch3: SXid (PCI:0000:c1:00.0): 28006, Non-fatal", id="no-fraction"),
     pytest.param("", id="empty"),
     pytest.param("   ", id="blank"),
@@ -534,3 +533,26 @@ def test_fuzz_never_raises() -> None:
 def test_extreme_dates_do_not_raise(line: str, ctx: TimeContext) -> None:
     parsed = parse_line_time(line, ctx)
     assert parsed.time is None or parsed.time.tzinfo is UTC
+
+
+def test_dmesg_human_minute_header_and_deltas() -> None:
+    """dmesg -H / --reltime: '[Nov20 10:30]' opens a minute (year from the window), '[  +0.000316]' is a
+    delta that carries no absolute time (the engine takes it from the line before)."""
+    ctx = TimeContext(window_start=_utc("2026-11-20T09:00:00"), window_end=_utc("2026-11-20T11:00:00"))
+    head = parse_line_time("[Nov20 10:30] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", ctx)
+    assert head.time == _utc("2026-11-20T10:30:00") and head.fmt == "dmesg_reltime"
+    assert head.message.startswith("NVRM: Xid") and "dmesg -H stamp: minute precision" in head.assumptions
+    delta = parse_line_time("[  +0.000844] nvidia 0000:03:00.0: AER: can't recover", ctx)
+    assert (delta.time, delta.fmt, delta.message) == (None, "dmesg_delta", "nvidia 0000:03:00.0: AER: can't recover")
+
+
+def test_dmesg_raw_priority_show_delta_and_ctime_zone() -> None:
+    ctx = TimeContext(window_start=_utc("2026-11-20T09:00:00"), boot_time=BOOT)
+    raw = parse_line_time("<4>[ 3610.101022] NVRM: Xid (PCI:0000:07:00): 48", ctx)
+    assert raw.fmt == "dmesg_uptime" and raw.message == "NVRM: Xid (PCI:0000:07:00): 48"
+    shown = parse_line_time("[ 3610.101022 <    0.000316>] mlx5_core 0000:c1:00.0: port down", ctx)
+    assert shown.uptime == 3610.101022 and shown.message.startswith("mlx5_core")
+    utc = parse_line_time("[Fri Nov 20 10:30:05 UTC 2026] NVRM: Xid", ctx)
+    assert utc.time == _utc("2026-11-20T10:30:05") and utc.assumptions == ()
+    cet = parse_line_time("[Fri Nov 20 10:30:05 CET 2026] NVRM: Xid", ctx)
+    assert "zone abbreviation CET not used" in cet.assumptions
