@@ -11,6 +11,7 @@ from ..bundle import Bundle
 from ..model import Coverage, JobFacts, Symptom
 from ..ruleset import RuleSet
 from ..settings import EngineSettings
+from .causal import CausalModel
 
 __all__ = ["EngineContext", "EngineSettings", "Outcome"]
 
@@ -45,6 +46,8 @@ class EngineContext:
     window_source: str = ""
     outcome: Outcome = field(default_factory=Outcome)
     leaders: list[Symptom] = field(default_factory=list)
+    causal: CausalModel = field(default_factory=CausalModel)
+    notes: list[str] = field(default_factory=list)  # engine notes for the diagnosis (e.g. window drops)
 
     @property
     def job(self) -> JobFacts:

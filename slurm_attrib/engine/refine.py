@@ -12,6 +12,7 @@ from typing import Optional
 
 from ..model import Symptom
 from ..ruleset import Rule
+from .causal import CausalModel
 from .context import EngineContext
 from .extract import latest_time
 from .registry import rule
@@ -98,6 +99,29 @@ def _not_after(a: Optional[datetime], b: Optional[datetime]) -> bool:
     return a is None or b is None or a <= b
 
 
+@rule("refine.causal_model")
+def causal_model(ctx: EngineContext, rule_: Rule) -> int:
+    """Load the causal model for the demote stage and note every pair of independent physical faults
+    inside the decision window (it fires once per pair)."""
+    model = CausalModel.from_params(rule_.params, rule_.where)
+    single = ctx.job.nodes[0] if len(ctx.job.nodes) == 1 else None
+    ctx.causal = model = CausalModel(classes=model.classes, edges=model.edges, independent=model.independent,
+                                     decision_window_s=model.decision_window_s, single_node=single)
+    window = ctx.tolerance(model.decision_window_s)
+    faults = sorted((s for s in ctx.active() if s.role == "candidate" and s.time and model.is_physical(s)),
+                    key=Symptom.sort_key)
+    pairs = 0
+    for i, first in enumerate(faults):
+        for second in faults[i + 1:]:
+            assert first.time is not None and second.time is not None
+            if second.time - first.time > window:
+                break
+            if model.independent_faults(first, second):
+                first.notes.append(f"independent of {second.id} on {second.node} (causal model)")
+                pairs += 1
+    return pairs
+
+
 @rule("refine.app_errors_explained_by_hardware")
 def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     """A CUDA/application error on a node where a hardware fault happened shortly before is a
@@ -107,8 +131,6 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
-            continue
-        if sym.kind not in ("cuda_error", "python_exception", "bus_error"):
             continue
         cause = _hardware_before(ctx, hardware, sym, float(rule_.params.get("max_gap_s", 300)))
         if cause is not None:
@@ -125,7 +147,7 @@ def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
     skew = ctx.tolerance(ctx.settings.skew_s)
     latest = latest_time(sym)
     for cause in sorted(hardware, key=Symptom.sort_key):
-        if cause.node != sym.node:
+        if not ctx.causal.explains(cause, sym):
             continue
         if cause.time is None or sym.time is None:
             return cause
@@ -194,6 +216,7 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
     if leader.time is None:
         return []
     window = ctx.tolerance(ctx.settings.ambiguity_s)
+    decision = ctx.tolerance(max(ctx.settings.ambiguity_s, ctx.causal.decision_window_s))
     out: list[Symptom] = []
     seen_nodes = {leader.node}
     for sym in timed:
@@ -201,7 +224,11 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
             continue
         if sym.node is None or leader.responsible != "infrastructure" or sym.responsible != "infrastructure":
             continue
-        if abs(sym.time - leader.time) <= window and sym.strength >= leader.strength - tier:
+        if ctx.causal.explains(leader, sym):
+            continue
+        gap = abs(sym.time - leader.time)
+        same_tier = gap <= window and sym.strength >= leader.strength - tier
+        if same_tier or (gap <= decision and ctx.causal.independent_faults(leader, sym)):
             out.append(sym)
             seen_nodes.add(sym.node)
     return out
@@ -216,6 +243,9 @@ def demote_cascades(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for sym in ctx.active():
         if sym in ctx.leaders or sym.role not in ("candidate", "cascade") or sym.supports:
+            continue
+        if sym.role == "candidate" and ctx.causal.is_physical(sym) and not ctx.causal.explains(root, sym):
+            sym.notes.append(f"an independent fault: {root.id} cannot cause it (causal model); later or weaker")
             continue
         sym.supports = root.id
         if sym.role == "candidate":

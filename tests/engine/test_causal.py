@@ -1,0 +1,64 @@
+"""The causal model shipped in rules/refine/causal_model.yaml: what it lets explain what."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import pytest
+
+from slurm_attrib.engine.causal import CausalModel
+from slurm_attrib.errors import RuleError
+from slurm_attrib.model import Symptom
+from slurm_attrib.ruleset import load_ruleset
+
+T0 = datetime(2026, 11, 20, 10, 30, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def model() -> CausalModel:
+    rule = load_ruleset(include_site=False).get("refine.causal_model")
+    assert rule is not None
+    return CausalModel.from_params(rule.params, rule.where)
+
+
+def sym(kind: str, node: Optional[str], category: str = "unknown", gpu: Optional[str] = None,
+        **fields: Any) -> Symptom:
+    return Symptom(kind=kind, rule_id="t", node=node, time=T0, evidence=[], gpu=gpu, category=category,
+                   fields=dict(fields))
+
+
+def test_gpu_fault_explains_errors_that_follow_it(model: CausalModel) -> None:
+    xid = sym("xid", "a", "gpu_hardware", gpu="0000:3b:00")
+    assert model.explains(xid, sym("nccl_error", "b"))
+    assert model.explains(xid, sym("watchdog_timeout", "b"))
+    assert model.explains(xid, sym("nccl_ib_completion_error", "b", peer_node="a"))
+    assert model.explains(xid, sym("cuda_error", "a", "application"))
+
+
+def test_gpu_fault_never_explains_another_nodes_physical_or_gpu_fault(model: CausalModel) -> None:
+    xid = sym("xid", "a", "gpu_hardware", gpu="0000:3b:00")
+    for other in (sym("ib_link_down", "b", "network"), sym("pcie_aer", "b", "gpu_hardware"),
+                  sym("nic_fatal", "b", "network"), sym("xid", "b", "gpu_hardware", gpu="0000:3b:00")):
+        assert not model.explains(xid, other)
+        assert model.independent_faults(xid, other)
+    assert not model.explains(xid, sym("cuda_error", "b", "application"))
+
+
+def test_same_node_faults_are_not_independent(model: CausalModel) -> None:
+    assert not model.independent_faults(sym("xid", "a", "gpu_hardware"), sym("ib_link_down", "a", "network"))
+
+
+def test_a_cuda_error_is_a_hardware_effect_only_when_its_text_says_so(model: CausalModel) -> None:
+    ecc = sym("cuda_error", "a", "gpu_memory")
+    assert "app_hw_error" in model.classes_of(ecc)
+    assert "app_hw_error" not in model.classes_of(sym("cuda_error", "a", "application"))
+
+
+def test_unknown_class_or_scope_is_a_rule_error() -> None:
+    with pytest.raises(RuleError):
+        CausalModel.from_params({"classes": {"x": {"kinds": ["xid"]}},
+                                 "edges": [{"cause": "x", "effect": "y", "scope": "same_node"}]})
+    with pytest.raises(RuleError):
+        CausalModel.from_params({"classes": {"x": {"kinds": ["xid"]}},
+                                 "edges": [{"cause": "x", "effect": "x", "scope": "galaxy"}]})
