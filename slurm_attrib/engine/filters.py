@@ -4,6 +4,7 @@ reason, and the diagnosis can list it."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -53,7 +54,11 @@ def run_declarative_filter(ctx: EngineContext, rule_: Rule) -> int:
 
 @rule("filter.outside_job_window")
 def outside_window(ctx: EngineContext, rule_: Rule) -> int:
-    count = 0
+    """Drop what lies outside the job window, and say so: how many symptoms of each source, under which
+    zone assumption; an infrastructure fault within ``params.near_s`` of the window is marked
+    ``near_window`` so that FINAL can weigh it (ambiguous, never silently unattributed)."""
+    dropped: Counter[str] = Counter()
+    near = timedelta(seconds=float(rule_.params.get("near_s", 600)))
     for sym in ctx.active():
         if sym.kind == "job_state":
             continue
@@ -62,8 +67,25 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
             sym.dropped = (f"outside the job window ({format_utc(sym.time)} vs {ctx.window_source} "
                            f"window with {ctx.settings.window_before_s:g}s/{ctx.settings.window_after_s:g}s "
                            "tolerance)")
-            count += 1
-    return count
+            dropped[sym.evidence[0].source if sym.evidence else "other"] += 1
+            if sym.role == "candidate" and sym.responsible == "infrastructure" and _distance(ctx, sym) <= near:
+                sym.fields["near_window"] = True
+    if dropped:
+        zones = sorted(a for a in ctx.assumptions if a.startswith("zone "))
+        counts = ", ".join(f"{n} {source}" for source, n in sorted(dropped.items()))
+        ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
+                         + (f"; {'; '.join(zones)}" if zones else ""))
+    return sum(dropped.values())
+
+
+def _distance(ctx: EngineContext, sym: Symptom) -> timedelta:
+    """How far beyond the tolerated window a symptom lies."""
+    assert sym.time is not None
+    if ctx.window_start and sym.time < ctx.window_start:
+        return ctx.window_start - ctx.tolerance(ctx.settings.window_before_s) - sym.time
+    if ctx.window_end and sym.time > ctx.window_end:
+        return sym.time - ctx.window_end - ctx.tolerance(ctx.settings.window_after_s)
+    return timedelta(0)
 
 
 @rule("filter.node_not_in_job")

@@ -99,6 +99,15 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     if ctx.outcome.decided_by:
         return 0
     notes = list(ctx.outcome.annotations)
+    near = _near_window_faults(ctx)
+    if near:
+        leaders = [*ctx.leaders, *near]
+        return _decide(ctx, rule_, status="ambiguous", category=_common(leaders, "category"),
+                       responsible=_common(leaders, "responsible"), candidates=leaders, culprit_nodes=[],
+                       summary="a hardware fault just outside the job window may explain it: " + "; ".join(
+                           _describe(s) for s in leaders),
+                       annotations=[*notes, "a fault outside the job window cannot be placed in it: check the "
+                                    "node's clock and zone (time_assumptions)"])
     if len(ctx.leaders) > 1:
         nodes = sorted({s.node for s in ctx.leaders if s.node})
         return _decide(ctx, rule_, status="ambiguous", category=_common(ctx.leaders, "category"),
@@ -113,6 +122,19 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                        annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
                    summary=_unattributed_summary(ctx), annotations=notes)
+
+
+def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
+    """Infrastructure faults dropped only because they fell just outside the window, when no
+    infrastructure fault inside it leads: they make the verdict ambiguous, never silently unattributed."""
+    if any(s.responsible == "infrastructure" for s in ctx.leaders):
+        return []
+    found = [s for s in ctx.symptoms if s.fields.get("near_window") and s.dropped
+             and s.dropped.startswith("outside the job window")]
+    first_per_node: dict[Optional[str], Symptom] = {}
+    for sym in sorted(found, key=lambda s: (-s.strength, *Symptom.sort_key(s))):
+        first_per_node.setdefault(sym.node, sym)
+    return sorted(first_per_node.values(), key=Symptom.sort_key)
 
 
 def _common(symptoms: list[Symptom], attr: str) -> str:

@@ -33,7 +33,7 @@ def build_diagnosis(ctx: EngineContext, engine_version: str) -> Diagnosis:
         engine_version=engine_version,
         summary=f"{outcome.status}: {outcome.category}: {outcome.summary}",
         time_assumptions=sorted(ctx.assumptions),
-        annotations=list(dict.fromkeys(outcome.annotations)),
+        annotations=list(dict.fromkeys([*outcome.annotations, *ctx.notes])),
     )
 
 
