@@ -100,6 +100,18 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
     return EXIT_RULES_FAILED if failed else 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate, render
+
+    report = evaluate(_engine(args), Path(args.corpus))
+    sys.stdout.write(canonical.dumps(report.to_dict()) if args.format == "json" else render(report, args.verbose))
+    failed = report.accuracy < args.min_accuracy or len(report.false_accusations) > args.max_false_accusations
+    if failed and args.format == "text":
+        sys.stdout.write(f"FAILED: needs accuracy >= {100 * args.min_accuracy:g}% and at most "
+                         f"{args.max_false_accusations} false accusation(s)\n")
+    return EXIT_RULES_FAILED if failed else 0
+
+
 def _add_rule_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules-dir", help="site rules directory (default /etc/slurm-attrib/rules.d "
                                             "or $SLURM_ATTRIB_RULES_D)")
@@ -141,6 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--rule", help="test only this rule id")
             p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures too")
         p.set_defaults(func=func)
+    ev = sub.add_parser("eval", help="score the engine on a labelled corpus",
+                        description="Diagnose every case of a corpus (folders with case.yaml, see "
+                        "corpus/README.md) and score the verdicts against their labels: accuracy per family, "
+                        "confusion by category, false accusations, unattributed rate. Exit 1 below the bars.")
+    ev.add_argument("corpus", help="the corpus directory")
+    ev.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    ev.add_argument("--min-accuracy", type=float, default=0.9, help="fail below this share right (default 0.9)")
+    ev.add_argument("--max-false-accusations", type=int, default=0, help="fail above this many (default 0)")
+    ev.add_argument("-v", "--verbose", action="store_true", help="list every case, not only the wrong ones")
+    _add_rule_options(ev)
+    ev.set_defaults(func=cmd_eval)
     cli_store.register(sub)
     cli_slurm.register(sub)
     cli_node.register_node(sub)
