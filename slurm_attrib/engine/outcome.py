@@ -58,7 +58,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     culprits: list[str] = []
     root: Optional[Symptom] = None
     if category == "host_oom" and leader is not None and leader.category == "host_oom":
-        root, culprits = leader, [leader.node] if leader.node else []
+        root, culprits = leader, _blamed(leader)
     state_sym = next((s for s in ctx.symptoms if s.kind == "job_state"), None)
     root = root or _state_evidence(ctx, category) or state_sym
     summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
@@ -118,7 +118,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     if ctx.leaders:
         root = ctx.leaders[0]
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
-                       root=root, culprit_nodes=[root.node] if root.node else [], summary=_describe(root),
+                       root=root, culprit_nodes=_blamed(root), summary=_describe(root),
                        annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
                    summary=_unattributed_summary(ctx), annotations=notes)
@@ -135,6 +135,12 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     for sym in sorted(found, key=lambda s: (-s.strength, *Symptom.sort_key(s))):
         first_per_node.setdefault(sym.node, sym)
     return sorted(first_per_node.values(), key=Symptom.sort_key)
+
+
+def _blamed(root: Symptom) -> list[str]:
+    """Location is not blame: only an infrastructure root puts its node among the culprits; a workload
+    error's node and rank are its location (root_cause.node/rank), never a culprit."""
+    return [root.node] if root.node and root.responsible == "infrastructure" else []
 
 
 def _common(symptoms: list[Symptom], attr: str) -> str:

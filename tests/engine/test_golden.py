@@ -37,6 +37,8 @@ def test_golden_verdict(engine: Engine, case: str) -> None:
     root = diag.root_cause
     if "root_kind" in expect:
         assert root is not None and root.kind == expect["root_kind"], diag.summary
+    if "root_node" in expect:
+        assert root is not None and root.node == expect["root_node"]
     if "root_gpu" in expect:
         assert root is not None and root.gpu == expect["root_gpu"]
     if "root_rank" in expect:

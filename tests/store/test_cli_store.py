@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slurm_attrib.cli import demo_bundle, main
 from slurm_attrib.store import Store
@@ -62,15 +63,18 @@ def test_golden_output(name: str, golden_store: Path, capsys: pytest.CaptureFixt
 
 def test_diagnose_store_records_and_flags_repeat_offender(tmp_path: Path, golden_store: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """The same evidence as job 319150 under a new job id: node-01 was already the culprit of 7 jobs."""
+    """Job 318702's ECC fault on node-01 again under a new job id: node-01 was already the culprit of the
+    hardware jobs that ended before it (application verdicts name a location, never a culprit)."""
     bundle = tmp_path / "b"
-    shutil.copytree(TESTS / "golden" / "12_stale_or_foreign_xid" / "bundle", bundle)
-    (bundle / "job.yaml").write_text((bundle / "job.yaml").read_text().replace("job_id: '319150'", "job_id: '400000'"))
+    shutil.copytree(TESTS / "golden" / "03c_cuda_ecc_only" / "bundle", bundle)
+    job = yaml.safe_load((bundle / "job.yaml").read_text())
+    job.update(job_id="400000")
+    (bundle / "job.yaml").write_text(yaml.safe_dump(job))
     assert main(["diagnose", "--no-site-rules", "--bundle", str(bundle), "--store", str(golden_store),
                  "--now", NOW]) == 0
     out = capsys.readouterr().out
-    assert "repeat offender: node-01 was the culprit of 7 earlier job(s)" in out
-    assert "node-01: culprit of 7 earlier job(s): 318517, 318655, 318702, 318790, 318850, 318877, 319150" in out
+    assert "repeat offender: node-01 was the culprit of 3 earlier job(s)" in out
+    assert "node-01: culprit of 3 earlier job(s): 318517, 318655, 318702" in out
     with Store.open(golden_store) as store:
         assert store.find("400000")[0]["culprit_nodes"] == "node-01"
 
