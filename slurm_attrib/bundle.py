@@ -18,7 +18,7 @@ from typing import Any, Optional
 import yaml
 
 from .errors import BundleError
-from .model import SOURCE_APP, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
+from .model import SOURCE_APP, SOURCE_DIAG, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
 from .safeio import read_regular
 from .timestamps import parse_iso
 
@@ -29,6 +29,7 @@ SOURCE_DIRS = {
     "syslog": SOURCE_KERNEL,
     "applog": SOURCE_APP,
     "metrics": SOURCE_METRICS,
+    "diag": SOURCE_DIAG,
     "sacct": SOURCE_SCHEDULER,
 }
 

@@ -38,6 +38,7 @@ SOURCE_KERNEL = "kernel"
 SOURCE_APP = "app"
 SOURCE_SCHEDULER = "scheduler"
 SOURCE_METRICS = "metrics"
+SOURCE_DIAG = "diag"  # tool output pasted or captured as text: nvidia-smi, dcgmi diag, nvidia-bug-report
 
 RAW_LINE_CAP = 2048  # characters of a raw line kept as evidence; the offset points at the rest
 

@@ -23,7 +23,7 @@ from .errors import RuleError
 
 PHASES = ("extract", "filter", "refine", "final", "post_outcome")
 REFINE_STAGES = ("correlate", "classify", "demote")
-SOURCES = ("kernel", "app", "scheduler", "metrics")
+SOURCES = ("kernel", "app", "scheduler", "metrics", "diag")
 BLOCKS = ("python_traceback", "continuation", "torchrun_summary")
 SITE_RULES_DIR = "/etc/slurm-attrib/rules.d"
 SITE_RULES_ENV = "SLURM_ATTRIB_RULES_D"

@@ -135,7 +135,8 @@ class Extractor:
 
 
 def _connector(source: str) -> str:
-    return {"kernel": "kernel_log", "app": "app_log", "metrics": "gpu_metrics", "scheduler": "sacct"}.get(
+    return {"kernel": "kernel_log", "app": "app_log", "metrics": "gpu_metrics", "scheduler": "sacct",
+            "diag": "gpu_diag"}.get(
         source, source)
 
 
@@ -154,14 +155,18 @@ def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -
 def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
     """The TimeContext for a node's lines: job window, the node's zone and boot time."""
     facts = ctx.bundle.facts_for(node)
-    zone_name = (facts.timezone if facts and facts.timezone else None) or ctx.job.timezone or "UTC"
+    if facts and facts.timezone:
+        zone_name, source = facts.timezone, f"facts/{node}.yaml"
+    else:
+        zone_name, source = ctx.job.timezone or "UTC", ctx.job.timezone_source
     try:
         zone = zone_from_name(zone_name)
     except ValueError:
         ctx.assumptions.add(f"unknown time zone {zone_name!r}; UTC assumed")
-        zone_name, zone = "UTC", zone_from_name("UTC")
+        zone_name, source, zone = "UTC", "default", zone_from_name("UTC")
+    label = f"{zone_name} (from {source})" if source != "default" else f"{zone_name} (no zone in the node facts or job)"
     return TimeContext(window_start=ctx.window_start, window_end=ctx.window_end, zone=zone,
-                       zone_name=zone_name, boot_time=facts.boot_time if facts else None)
+                       zone_name=label, boot_time=facts.boot_time if facts else None)
 
 
 class _LineHandler:
@@ -206,7 +211,7 @@ class _LineHandler:
         stamp = parse_line_time(text, self.timectx)
         if stamp.time is not None:
             self._seen[stream_key(stream)] = (line.lineno, stamp)
-        elif self.bf.source == SOURCE_APP:
+        elif self.bf.source == SOURCE_APP or stamp.fmt == "dmesg_delta":
             inferred = self._infer(line, stream)
             if inferred is not None:
                 return ParsedStamp(time=inferred.time, message=stamp.message, fmt=stamp.fmt, host=stamp.host,

@@ -50,4 +50,10 @@ def decoder(name: str) -> Callable[[F], F]:
 
 def load_all() -> None:
     """Import the modules that register implementations and decoders."""
-    from . import decoders, filters, outcome, refine  # noqa: F401
+    import importlib
+    import pkgutil
+
+    from . import decoders, families, filters, outcome, refine  # noqa: F401
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(families.__path__)):
+        importlib.import_module(f"{families.__name__}.{module}")
