@@ -317,6 +317,8 @@ def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[in
         mapped = ctx.job.rank_node(rank)
         if mapped:
             return mapped
+    if file_node is None and len(ctx.job.nodes) == 1:
+        return ctx.job.nodes[0]  # a one-node job: whatever happened, happened there
     return file_node
 
 
