@@ -16,7 +16,7 @@ from .ruleset import PHASES, REFINE_STAGES, Rule, RuleSet
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+$")
 STATUSES = ("stable", "test", "experimental", "deprecated")
-EXTRACT_PREFIXES = ("kernel.", "app.", "scheduler.", "metrics.")
+EXTRACT_PREFIXES = ("kernel.", "app.", "scheduler.", "metrics.", "diag.")
 
 
 @dataclass(frozen=True, order=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from ..model import Symptom
@@ -20,7 +21,9 @@ STATE_OUTCOMES = {
     "BOOT_FAIL": ("node_failure", "infrastructure"),
     "OUT_OF_MEMORY": ("host_oom", "workload"),
 }
-SUCCESS_STATES = ("COMPLETED",)  # a job still RUNNING or COMPLETING has not ended: never "did not fail"
+SUCCESS_STATES = ("COMPLETED",)
+# A shared service failed (the file system), not the node that saw it: never a culprit node.
+SHARED_CATEGORIES = ("storage",)  # a job still RUNNING or COMPLETING has not ended: never "did not fail"
 
 
 def _describe(sym: Symptom) -> str:
@@ -57,7 +60,9 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         return _node_failure(ctx, rule_, leader)
     culprits: list[str] = []
     root: Optional[Symptom] = None
-    if category == "host_oom" and leader is not None and leader.category == "host_oom":
+    if state in ("CANCELLED", "OUT_OF_MEMORY") and leader is not None and leader.category == "host_oom":
+        # Slurm's memory enforcement kills the job and records CANCELLED (or OUT_OF_MEMORY)
+        category, responsible = "host_oom", leader.responsible
         root, culprits = leader, _blamed(leader)
     state_sym = next((s for s in ctx.symptoms if s.kind == "job_state"), None)
     root = root or _state_evidence(ctx, category) or state_sym
@@ -108,6 +113,14 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                            _describe(s) for s in leaders),
                        annotations=[*notes, "a fault outside the job window cannot be placed in it: check the "
                                     "node's clock and zone (time_assumptions)"])
+    readings = _two_readings(ctx, rule_)
+    if readings:
+        return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="unknown",
+                       candidates=readings, culprit_nodes=[], root=None,
+                       summary=f"{_describe(ctx.leaders[0])} fits " + " and ".join(
+                           f"a {s.category} cause" for s in readings),
+                       annotations=[*notes, "one line that several causes print alike; look for a kernel log "
+                                    "(Xid) or a repeat on the same GPU to decide"])
     if len(ctx.leaders) > 1:
         nodes = sorted({s.node for s in ctx.leaders if s.node})
         return _decide(ctx, rule_, status="ambiguous", category=_common(ctx.leaders, "category"),
@@ -122,6 +135,21 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                        annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
                    summary=_unattributed_summary(ctx), annotations=notes)
+
+
+def _two_readings(ctx: EngineContext, rule_: Rule) -> list[Symptom]:
+    """A sole leader whose own text cannot tell hardware from software (``params.ambiguous_kinds``: a
+    CUDA 'unspecified launch failure' or 'unknown error' with nothing else): one candidate per reading."""
+    if len(ctx.leaders) != 1 or ctx.leaders[0].category != "unknown":
+        return []
+    leader = ctx.leaders[0]
+    readings = (rule_.params.get("ambiguous_kinds") or {}).get(leader.kind) or []
+    return [replace(leader, category=str(c), responsible=_RESPONSIBLE_OF.get(str(c), "unknown"), notes=[*leader.notes])
+            for c in readings]
+
+
+_RESPONSIBLE_OF = {"gpu_hardware": "infrastructure", "gpu_memory": "infrastructure", "nvlink": "infrastructure",
+                   "network": "infrastructure", "application": "workload"}
 
 
 def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
@@ -140,6 +168,8 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
 def _blamed(root: Symptom) -> list[str]:
     """Location is not blame: only an infrastructure root puts its node among the culprits; a workload
     error's node and rank are its location (root_cause.node/rank), never a culprit."""
+    if root.category in SHARED_CATEGORIES:
+        return []
     return [root.node] if root.node and root.responsible == "infrastructure" else []
 
 
