@@ -1,0 +1,311 @@
+"""InfiniBand / RoCE and TCP (socket, TCPStore, rendezvous) failures: decoders that decide, from the
+message itself, whether a network line is a root candidate, a cascade of another rank dying, or context.
+
+Vocabulary: ``ibv_wc_status`` (libibverbs verbs.h), ``ibv_event_type_str`` (libibverbs enum_strs.c),
+the mlx5 CQE syndromes UCX prints (ucx src/uct/ib/mlx5/ib_mlx5_log.c) and the errno names Linux uses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ...model import Symptom
+from ...scan import Line
+from ..context import EngineContext
+from ..registry import decoder
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one network message means on its own: role, category, who is responsible, how strong."""
+
+    role: str
+    responsible: str = "unknown"
+    strength: int = 0
+    meaning: str = ""
+    category: str = "network"
+
+
+def _apply(sym: Symptom, verdict: Verdict) -> None:
+    sym.role, sym.category, sym.responsible = verdict.role, verdict.category, verdict.responsible
+    sym.strength = verdict.strength if verdict.role == "candidate" else 0
+    if verdict.meaning:
+        sym.fields["meaning"] = verdict.meaning
+
+
+# --- work completion status (ibv_wc_status) -------------------------------------------------------
+# https://github.com/linux-rdma/rdma-core/blob/master/libibverbs/verbs.h (enum ibv_wc_status)
+WC_STATUS_NAMES = {
+    1: "local length error", 2: "local QP operation error", 4: "local protection error",
+    5: "work request flushed", 6: "memory window bind error", 7: "bad response", 8: "local access error",
+    9: "remote invalid request", 10: "remote access error", 11: "remote operation error",
+    12: "transport retry counter exceeded", 13: "RNR retry counter exceeded", 15: "remote invalid RD request",
+    16: "remote aborted", 19: "fatal error", 20: "response timeout", 21: "general error",
+}
+_CONFIG_STATUSES = {1, 2, 4, 6, 8, 9, 10, 11, 15}  # protection / access / length: ACS, GDR, MTU, registration
+
+# mlx5 CQE syndrome -> ibv_wc_status (rdma-core providers/mlx5/cq.c mlx5_handle_error_cqe)
+MLX5_SYNDROME_STATUS = {0x1: 1, 0x2: 2, 0x4: 4, 0x5: 5, 0x6: 6, 0x10: 7, 0x11: 8, 0x12: 9, 0x13: 10,
+                        0x14: 11, 0x15: 12, 0x16: 13, 0x22: 16}
+
+
+def completion_verdict(status: Optional[int]) -> Verdict:
+    """A failed work completion: 12 (the peer stopped acknowledging: the link or the peer) is a network
+    candidate without a culprit; 5 (flushed after the QP broke) and 13 (receiver not ready: the peer
+    process stalled or died) are cascades; protection/access errors are configuration candidates
+    (ACS / GPUDirect / registration)."""
+    name = WC_STATUS_NAMES.get(status or -1, f"status {status}")
+    if status == 12:
+        return Verdict("candidate", "unknown", 40, "transport retry counter exceeded: the link or the peer "
+                       "stopped acknowledging; the lines alone cannot tell which")
+    if status in (5, 13, 16):
+        return Verdict("cascade", meaning=f"{name}: a consequence of a queue pair or peer that already failed")
+    if status in _CONFIG_STATUSES:
+        return Verdict("candidate", "unknown", 45, f"{name}: usually a host configuration problem (PCIe ACS "
+                       "breaking GPUDirect RDMA, memory registration, MTU/GID mismatch)")
+    if status is None:
+        return Verdict("candidate", "unknown", 35, "an RDMA completion error")
+    return Verdict("candidate", "unknown", 40, name)
+
+
+def _int(value: Any, base: int = 10) -> Optional[int]:
+    try:
+        return int(str(value), base)
+    except (TypeError, ValueError):
+        return None
+
+
+@decoder("net_ib_completion_status")
+def decode_completion(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """NCCL 'Got completion from peer X with error|status=N': classify by the work completion status."""
+    status = _int(sym.fields.get("status"))
+    sym.fields["status_name"] = WC_STATUS_NAMES.get(status or -1, "unknown")
+    _apply(sym, completion_verdict(status))
+    return True
+
+
+_UCX_ERRORS = {
+    "transport retry count exceeded": 12, "receive-no-ready retry count exceeded": 13,
+    "local protection error": 4, "local access error": 8, "remote access error": 10,
+    "remote operation error": 11, "invalid request": 9, "local length error": 1,
+    "local qp operation error": 2, "remote side aborted": 16, "bad response": 7,
+    "memory window bind error": 6,
+}
+
+
+@decoder("net_ucx_completion_error")
+def decode_ucx(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """UCX 'X on mlx5_0:1/IB (synd 0x15 vend 0x81 ...)': the syndrome names the completion status."""
+    status = MLX5_SYNDROME_STATUS.get(_int(sym.fields.get("synd"), 16) or -1)
+    if status is None:
+        status = _UCX_ERRORS.get(str(sym.fields.get("error", "")).strip().lower())
+    if status is not None:
+        sym.fields["status"] = status
+    _apply(sym, completion_verdict(status))
+    return True
+
+
+_OMPI_STATUS = re.compile(r"status number (\d+)")
+
+
+@decoder("net_ompi_completion_error")
+def decode_ompi(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Open MPI openib 'error polling CQ with status X status number N'; the help text about the retry
+    count being exceeded is status 12."""
+    match = _OMPI_STATUS.search(extra["text"])
+    status = int(match.group(1)) if match else (12 if "retry count" in extra["text"] else None)
+    if status is not None:
+        sym.fields["status"] = status
+    _apply(sym, completion_verdict(status))
+    return True
+
+
+_HEX_ROW = re.compile(r"^\s*([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) ([0-9a-fA-F]{8})\s*$")
+
+
+@decoder("net_mlx5_error_cqe")
+def decode_mlx5_cqe(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """libmlx5 'got completion with error:' is followed by the 64-byte CQE in four hex rows; the
+    syndrome is the low byte of the second word of the last row (mlx5_err_cqe)."""
+    rows = [m for m in (_HEX_ROW.match(t.split(": ", 1)[-1]) for t in line.following(4)) if m]
+    status = None
+    if len(rows) == 4:
+        word = int(rows[3].group(2), 16)
+        sym.fields["synd"] = f"0x{word & 0xFF:x}"
+        sym.fields["vendor_err"] = f"0x{(word >> 8) & 0xFF:x}"
+        status = MLX5_SYNDROME_STATUS.get(word & 0xFF)
+    if status is not None:
+        sym.fields["status"] = status
+    _apply(sym, completion_verdict(status))
+    return True
+
+
+# --- asynchronous events (ibv_event_type_str) -----------------------------------------------------
+# https://github.com/linux-rdma/rdma-core/blob/master/libibverbs/enum_strs.c
+_ASYNC_EVENTS: tuple[tuple[str, Verdict], ...] = (
+    ("local catastrophic error", Verdict("candidate", "infrastructure", 85,
+                                         "the HCA reported a device-fatal error (IBV_EVENT_DEVICE_FATAL)")),
+    # A QP in error or an access violation follows from the HCA, the peer, GPUDirect/ACS or registration
+    # alike: a network candidate that blames no node on its own.
+    ("local work queue catastrophic error", Verdict("candidate", "unknown", 55,
+                                                    "the HCA put a queue pair in error (IBV_EVENT_QP_FATAL)")),
+    ("local access violation work queue error", Verdict(
+        "candidate", "unknown", 50, "this HCA rejected a queue pair's memory access "
+        "(IBV_EVENT_QP_ACCESS_ERR): its HCA, GPUDirect/ACS setup or memory registration")),
+    ("invalid request local work queue error", Verdict("candidate", "unknown", 45,
+                                                       "a malformed work request (IBV_EVENT_QP_REQ_ERR)")),
+    ("cq error", Verdict("candidate", "unknown", 45, "a completion queue overran or failed (IBV_EVENT_CQ_ERR)")),
+    ("path migration request error", Verdict("candidate", "unknown", 45, "alternate path migration failed")),
+    ("srq catastrophic error", Verdict("context")),
+    ("port error", Verdict("candidate", "infrastructure", 70,
+                           "the IB port of this node left the ACTIVE state (IBV_EVENT_PORT_ERR)")),
+)
+
+
+def async_event_verdict(event: str) -> Verdict:
+    """Device-fatal, QP-fatal and port errors are faults of the node that logs them; port active, GID,
+    LID, P_Key, SM changes and client re-registration are fabric housekeeping (context)."""
+    wanted = event.strip().lower()
+    for name, verdict in _ASYNC_EVENTS:
+        if wanted.startswith(name):
+            return verdict
+    return Verdict("context", meaning="an informational IB async event")
+
+
+@decoder("net_ib_async_event")
+def decode_async(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    event = str(sym.fields.get("event") or sym.fields.get("fatal_event") or "")
+    if not event and "GID table changed" in extra["text"]:
+        event = "GID table change"
+    sym.fields["event"] = event.strip()
+    sym.fields.pop("fatal_event", None)
+    _apply(sym, async_event_verdict(event))
+    return True
+
+
+# --- verbs call failures (NCCL misc/ibvwrap.cc) ---------------------------------------------------
+_CASCADE_CALLS = ("ibv_get_async_event", "ibv_poll_cq", "ibv_post_send", "ibv_post_recv", "ibv_destroy",
+                  "ibv_dereg_mr", "ibv_dealloc", "ibv_close_device", "ibv_ack")
+
+
+def verbs_verdict(call: str, error: str) -> Verdict:
+    """Setup calls (open/query device, create QP/CQ, register memory, move a QP to RTR/RTS) fail on
+    configuration: GID index, routing, rails, locked-memory limits, GPUDirect modules; calls on a
+    queue pair that already broke, and teardown calls, are consequences."""
+    if call.startswith(_CASCADE_CALLS):
+        return Verdict("cascade", meaning="a verbs call on a device or queue pair that already failed")
+    if call == "ibv_modify_qp":
+        return Verdict("candidate", "unknown", 45, "the queue pair could not be connected to its peer "
+                       f"({error or 'no reason given'}): GID index, RoCE routing, rail or NIC mismatch")
+    if call.startswith(("ibv_reg", "mlx5dv_reg")):
+        return Verdict("candidate", "unknown", 40, f"memory registration failed ({error or 'no reason given'}):"
+                       " locked-memory limit, GPUDirect RDMA module (nvidia-peermem) or dmabuf support")
+    return Verdict("candidate", "unknown", 40, f"{call} failed ({error or 'no reason given'}): RDMA resources "
+                   "or device setup (locked-memory limits, device permissions in the container)")
+
+
+@decoder("net_ibv_call_failed")
+def decode_verbs(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    call = str(sym.fields.get("call") or sym.fields.pop("call2", "") or "")
+    if not call:
+        call = "ibv_open_device" if "open" in str(sym.fields.get("what", "")).lower() else "ibv_query_device"
+    sym.fields["call"] = call
+    _apply(sym, verbs_verdict(call, str(sym.fields.get("error", "")).strip()))
+    return True
+
+
+# --- sockets (NCCL bootstrap / net_socket, c10d TCPStore) ----------------------------------------
+_MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot assign requested address|"
+                        r"name or service not known|temporary failure in name resolution|no address associated|"
+                        r"nodename nor servname|EADDRNOTAVAIL|ENETUNREACH|EHOSTUNREACH")
+_PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|closed by (?:remote )?peer|"
+                        r"end of file|ECONNRESET|EPIPE|ECONNREFUSED")
+
+_NO_INTERFACE = re.compile(r"(?i)no (?:usable listening |socket )?interface|no device found|No interface found in the "
+                           r"same subnet|Invalid NCCL_COMM_ID|No valid .*pair found|getting address info|"
+                           r"neither AF_INET")
+_CONNECT_DEADLINE = re.compile(r"(?i)has timed out after .* while trying to connect|Timed out after \d+ seconds "
+                               r"waiting for clients|wait timeout after")
+_CONNECT_TIMED_OUT = re.compile(r"(?i)(?:failed to connect to|connect to|Connect to)\b.*(?:Connection timed out|"
+                                r"errno: 110\b|ETIMEDOUT)")
+
+
+def socket_verdict(text: str) -> Verdict:
+    """A peer that closed, reset or refused the connection, or a timeout, is a cascade of another rank
+    dying or hanging; an unreachable network, a missing route, an address that is not local or a name
+    that does not resolve is a configuration candidate (interface, MASTER_ADDR, firewall)."""
+    if _MISCONFIG.search(text):
+        return Verdict("candidate", "unknown", 40, "the address or interface chosen for the connection is "
+                       "not usable from this host (interface selection, MASTER_ADDR, routing or DNS)")
+    if _NO_INTERFACE.search(text):
+        return Verdict("candidate", "unknown", 45, "no usable network interface or address: NCCL_SOCKET_IFNAME / "
+                       "NCCL_COMM_ID configuration")
+    if _CONNECT_DEADLINE.search(text):
+        return Verdict("cascade", meaning="the rendezvous host never answered within the deadline: it died, "
+                       "stalled or was never started")
+    if _CONNECT_TIMED_OUT.search(text):
+        return Verdict("candidate", "unknown", 35, "nothing answered at the address the connection was sent to: "
+                       "a wrong MASTER_ADDR / interface, a firewall, or a host that is down")
+    if _PEER_GONE.search(text):
+        return Verdict("cascade", meaning="the peer closed the connection: it exited or was killed first")
+    return Verdict("cascade", meaning="a socket error on the bootstrap or data connection")
+
+
+@decoder("net_socket_error")
+def decode_socket(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    _apply(sym, socket_verdict(extra["text"]))
+    return True
+
+
+def listen_verdict(text: str) -> Verdict:
+    """A server socket that cannot listen: the port is taken (another job or a leftover process on the
+    same node and MASTER_PORT) or the address is not local."""
+    if re.search(r"(?i)address already in use|EADDRINUSE|errno: 98\b", text):
+        return Verdict("candidate", "workload", 55, "the rendezvous port is already in use on this node "
+                       "(another job or a leftover process with the same MASTER_PORT)")
+    return Verdict("candidate", "unknown", 45, "the rendezvous server could not listen on its address/port")
+
+
+@decoder("net_c10d_listen_failed")
+def decode_listen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The summary line ('[E socket.cpp] ... failed to listen on any local network address.') follows
+    the per-address bind warnings that carry the errno: read them too."""
+    _apply(sym, listen_verdict(" ".join([extra["text"], *line.preceding(4)])))
+    return True
+
+
+# --- kernel: ConnectX port and cable state --------------------------------------------------------
+@decoder("net_mlx5_port_module_event")
+def decode_module(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A plugged cable is the recovery (context); unplugged, disabled or failed takes the port down."""
+    if str(sym.fields.get("status", "")).lower() == "cable plugged":
+        _apply(sym, Verdict("context", meaning="the cable/transceiver came back"))
+    return True
+
+
+@decoder("net_link_state")
+def decode_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Only 'down' is a fault; 'up' is the recovery."""
+    if str(sym.fields.get("state", "")).lower() != "down":
+        _apply(sym, Verdict("context", meaning="the link came back"))
+    return True
+
+
+# --- NCCL result codes surfaced by PyTorch --------------------------------------------------------
+_NETWORK_LAST_ERROR = re.compile(r"(?i)Last (?:NCCL warning\(error\)|error):.*(?:socket|interface|NET/|connect|"
+                                 r"Bootstrap|ibv_|address)")
+
+
+@decoder("net_nccl_result")
+def decode_nccl_result(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """ncclInvalidUsage ('invalid usage') is NCCL rejecting how it was called (duplicate GPUs per rank,
+    mismatched communicator setup): a weak application candidate, unless the same line quotes NCCL's
+    last warning naming a network/bootstrap problem, which the network rules judge. Every other result
+    stays a cascade."""
+    reason = f"{sym.fields.get('reason', '')} {sym.fields.get('result', '')}".lower()
+    if ("invalid usage" in reason or "ncclinvalidusage" in reason) and not _NETWORK_LAST_ERROR.search(extra["text"]):
+        _apply(sym, Verdict("candidate", "workload", 35, "NCCL rejected how it was called (ncclInvalidUsage)",
+                            category="application"))
+    return True
