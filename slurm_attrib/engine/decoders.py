@@ -110,7 +110,9 @@ def decode_fallen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 
 @decoder("python_traceback")
 def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Keep an exception line only when a traceback header of the same rank precedes it."""
+    """An exception line with a traceback header of the same rank before it is an uncaught exception;
+    without one (the header was cut from a pasted log, or the line is only logged) it stays a weaker
+    candidate (``fields.traceback_seen: false``)."""
     stream = stream_key(extra.get("stream"))
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
@@ -120,6 +122,22 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
             location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
             if location:
                 sym.fields["location"] = location[:200]
+            return True
+    if _carries_on(line, stream):
+        return False
+    sym.fields["traceback_seen"] = False
+    sym.strength = min(sym.strength, 40)
+    return True
+
+
+_CARRY_ON = re.compile(r"\bINFO\b|\bWARNING\b|\bretry|\bRetry|\bretrying")
+
+
+def _carries_on(line: Line, stream: Any) -> bool:
+    """The same stream logs on at INFO/WARNING or retries right after it: the exception was handled."""
+    for text in line.following(10):
+        prefix, rest = split_rank(text)
+        if stream_key(prefix) == stream and _CARRY_ON.search(rest):
             return True
     return False
 
@@ -152,28 +170,19 @@ def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     return True
 
 
-_CUDA_CLASSES = (
-    ("uncorrectable ECC error", "gpu_memory", "infrastructure", 70, "candidate"),
-    ("uncorrectable NVLink error", "nvlink", "infrastructure", 70, "candidate"),
-    ("out of memory", "gpu_oom", "workload", 60, "candidate"),
-    ("device-side assert", "application", "workload", 55, "candidate"),
-    ("illegal memory access", "application", "workload", 45, "candidate"),
-    ("misaligned address", "application", "workload", 45, "candidate"),
-    ("unspecified launch failure", "unknown", "unknown", 30, "candidate"),
-    ("GPU is lost", "gpu_hardware", "infrastructure", 60, "candidate"),
-)
+# The CUDA error catalog (names, numbers, texts and what each says about the cause) is
+# ``families/gpu.py: CUDA_ERRORS``; NVML's strings ('GPU is lost') are its ``nvml_verdict``.
 
 
 @decoder("cuda_error")
 def decode_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Classify ``CUDA error: <text>`` by its text: hardware (ECC, NVLink) versus the workload's own."""
-    text = str(sym.fields.get("error", ""))
-    for needle, category, responsible, strength, role in _CUDA_CLASSES:
-        if needle.lower() in text.lower():
-            sym.category, sym.responsible, sym.strength, sym.role = category, responsible, strength, role
-            break
-    else:
-        sym.category, sym.responsible, sym.strength, sym.role = "application", "workload", 40, "candidate"
+    """Classify ``CUDA error: <text>`` by the error it names: hardware (ECC, NVLink, fabric), GPU
+    memory exhaustion, the workload's own kernel bug, or undecided (refine.gpu_indeterminate_cuda_error)."""
+    from .families import gpu as gpu_family
+
+    if not gpu_family.classify_line(sym, extra["text"]):
+        nvml = gpu_family.nvml_verdict(extra["text"])
+        gpu_family.apply_verdict(sym, nvml or gpu_family.ENVIRONMENT)
     if "watchdog" in extra["text"].lower():
         sym.fields["via"] = "watchdog"
     return True

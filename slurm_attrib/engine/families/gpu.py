@@ -1,0 +1,375 @@
+"""GPU errors as applications, NCCL, NVML and GPU diagnostic tools report them.
+
+One catalog of CUDA errors (runtime ``cudaError*`` names, driver ``CUDA_ERROR_*`` names, their
+numbers and ``cudaGetErrorString`` texts) decides what a CUDA error says about its cause: the GPU's
+memory (uncorrectable ECC), its NVLinks, the NVSwitch fabric (802, the Fabric Manager has not
+brought the fabric up), GPU memory exhaustion (the workload's), or a kernel bug. Errors that could
+be either a GPU fault or a kernel bug ('unspecified launch failure', 'unknown error') name no cause
+on their own: they stay context until a kernel Xid or a diagnostic explains them.
+
+References:
+  https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html
+  https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html
+  https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html
+  https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/include/checks.h
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ...model import Symptom
+from ...nvidia import xid as nv
+from ...ruleset import Rule
+from ...scan import Line
+from ..context import EngineContext
+from ..registry import decoder, rule
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What an error says about its cause: role, category, responsible, strength."""
+
+    role: str
+    category: str
+    responsible: str
+    strength: int
+    note: str = ""
+
+
+GPU_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75)
+NVLINK = Verdict("candidate", "nvlink", "infrastructure", 75)
+FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
+                 "802 'system not yet initialized': the NVSwitch fabric is not up (nvidia-fabricmanager / NVLSM)")
+GPU_UNAVAILABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
+                          "the GPU is held by another process or needs a reset")
+DRIVER_MISMATCH = Verdict("candidate", "node_failure", "unknown", 45,
+                          "the node's driver and the CUDA/NVML libraries disagree (driver updated without reload, "
+                          "or a container's own libraries)")
+GPU_OOM = Verdict("candidate", "gpu_oom", "workload", 60)
+DEVICE_ASSERT = Verdict("candidate", "application", "workload", 55)
+KERNEL_BUG = Verdict("candidate", "application", "workload", 45)
+ENVIRONMENT = Verdict("candidate", "application", "workload", 40)
+# A candidate only until refine.gpu_indeterminate_cuda_error: a hardware fault may claim it first
+INDETERMINATE = Verdict("candidate", "unknown", "unknown", 30,
+                        "a GPU fault or a kernel bug: only a kernel log (Xid 13/31/43/79) or a GPU diagnostic tells")
+TEARDOWN = Verdict("teardown", "unknown", "unknown", 0, "the CUDA context was already going away")
+
+
+@dataclass(frozen=True)
+class CudaError:
+    """One CUDA error: runtime name, driver name, numbers that mean only it, its message."""
+
+    name: str
+    driver: str
+    codes: tuple[int, ...]
+    text: str
+    verdict: Verdict
+
+
+# Numbers: CUDA >= 10 runtime and driver codes agree for the ones listed; 39 is cudaErrorECCUncorrectable
+# of CUDA <= 9 (unused since). Small numbers that changed meaning across versions are left out.
+CUDA_ERRORS: tuple[CudaError, ...] = (
+    CudaError("cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", (214, 39),
+              "uncorrectable ECC error encountered", GPU_MEMORY),
+    CudaError("cudaErrorNvlinkUncorrectable", "CUDA_ERROR_NVLINK_UNCORRECTABLE", (220,),
+              "uncorrectable NVLink error", NVLINK),
+    CudaError("cudaErrorSystemNotReady", "CUDA_ERROR_SYSTEM_NOT_READY", (802,), "system not yet initialized", FABRIC),
+    CudaError("cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", (803,),
+              "system has unsupported display driver / cuda driver combination", DRIVER_MISMATCH),
+    CudaError("cudaErrorDevicesUnavailable", "CUDA_ERROR_DEVICE_UNAVAILABLE", (46,),
+              "busy or unavailable", GPU_UNAVAILABLE),
+    CudaError("cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", (2,), "out of memory", GPU_OOM),
+    CudaError("cudaErrorAssert", "CUDA_ERROR_ASSERT", (710,), "device-side assert", DEVICE_ASSERT),
+    CudaError("cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS", (700,), "illegal memory access", KERNEL_BUG),
+    CudaError("cudaErrorLaunchOutOfResources", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", (701,),
+              "too many resources requested for launch", KERNEL_BUG),
+    CudaError("cudaErrorIllegalInstruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION", (715,), "illegal instruction",
+              KERNEL_BUG),
+    CudaError("cudaErrorMisalignedAddress", "CUDA_ERROR_MISALIGNED_ADDRESS", (716,), "misaligned address", KERNEL_BUG),
+    CudaError("cudaErrorInvalidAddressSpace", "CUDA_ERROR_INVALID_ADDRESS_SPACE", (717,),
+              "operation not supported on global/shared address space", KERNEL_BUG),
+    CudaError("cudaErrorInvalidPc", "CUDA_ERROR_INVALID_PC", (718,), "invalid program counter", KERNEL_BUG),
+    CudaError("cudaErrorNoKernelImageForDevice", "CUDA_ERROR_NO_BINARY_FOR_GPU", (209,),
+              "no kernel image is available for execution on the device", ENVIRONMENT),
+    CudaError("cudaErrorUnsupportedPtxVersion", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", (222,),
+              "the provided PTX was compiled with an unsupported toolchain", ENVIRONMENT),
+    CudaError("cudaErrorInsufficientDriver", "", (35,),
+              "CUDA driver version is insufficient for CUDA runtime version", ENVIRONMENT),
+    CudaError("cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", (101,), "invalid device ordinal", ENVIRONMENT),
+    CudaError("cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", (719,), "unspecified launch failure",
+              INDETERMINATE),
+    CudaError("cudaErrorLaunchTimeout", "CUDA_ERROR_LAUNCH_TIMEOUT", (702,), "the launch timed out", INDETERMINATE),
+    CudaError("cudaErrorHardwareStackError", "CUDA_ERROR_HARDWARE_STACK_ERROR", (714,), "hardware stack error",
+              INDETERMINATE),
+    CudaError("cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED", (3,), "initialization error",
+              INDETERMINATE),
+    CudaError("cudaErrorUnknown", "CUDA_ERROR_UNKNOWN", (999,), "unknown error", INDETERMINATE),
+    CudaError("cudaErrorCudartUnloading", "CUDA_ERROR_DEINITIALIZED", (), "driver shutting down", TEARDOWN),
+    CudaError("cudaErrorContextIsDestroyed", "CUDA_ERROR_CONTEXT_IS_DESTROYED", (709,), "context is destroyed",
+              TEARDOWN),
+)
+
+# cuBLAS / cuDNN / cuSOLVER / cuSPARSE / cuFFT allocation failures: the library could not get GPU memory.
+ALLOC_FAILED = re.compile(r"\bCU(?:BLAS|DNN|SOLVER|SPARSE|RAND)_STATUS_ALLOC_FAILED\b|\bCUFFT_ALLOC_FAILED\b")
+_NAME = re.compile(r"\b(?:cudaError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
+# 'code=802(', '(code #214,', 'error code 214', 'Error 802: ', 'Cuda failure 802 ', 'runtime error (802)',
+# glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to'
+_CODE = re.compile(r"(?i)(?:\bcode=|\(code\s*#?|error code:?\s*|\berror\s+(?=\d+:)|cuda failure\s+|"
+                   r"runtime error \(|cudaSuccess == \w+ \(0 vs\.\s*|\[(?=\d+\] Call to))(?P<code>\d{1,3})\b")
+_BY_NAME = {e.name.lower(): e for e in CUDA_ERRORS} | {e.driver.lower(): e for e in CUDA_ERRORS if e.driver} \
+    | {e.driver.lower()[5:]: e for e in CUDA_ERRORS if e.driver}  # 'ERROR_ECC_UNCORRECTABLE' (Julia)
+_BY_CODE = {code: e for e in CUDA_ERRORS for code in e.codes}
+
+
+def classify_cuda(text: str) -> Optional[CudaError]:
+    """The CUDA error a message names: by enum name, else by its message text, else by its number."""
+    for match in _NAME.finditer(text):
+        found = _BY_NAME.get(match.group(0).lower())
+        if found is not None:
+            return found
+    lowered = text.lower()
+    for error in CUDA_ERRORS:
+        if error.text.lower() in lowered:
+            return error
+    for match in _CODE.finditer(text):
+        found = _BY_CODE.get(int(match.group("code")))
+        if found is not None:
+            return found
+    return None
+
+
+def apply_verdict(sym: Symptom, verdict: Verdict, summary: str = "") -> None:
+    sym.role, sym.category, sym.responsible, sym.strength = (verdict.role, verdict.category, verdict.responsible,
+                                                             verdict.strength)
+    if verdict.note:
+        sym.notes.append(verdict.note)
+    if summary:
+        sym.summary = summary[:300]
+    if verdict is INDETERMINATE:
+        sym.fields["indeterminate"] = True
+    if verdict.category == "gpu_oom" and sym.kind == "cuda_error":
+        sym.kind = "cuda_oom"
+
+
+def classify_line(sym: Symptom, text: str) -> bool:
+    """Set the symptom's verdict from the CUDA error its line names; False when it names none known."""
+    if ALLOC_FAILED.search(text):
+        apply_verdict(sym, GPU_OOM)
+        sym.fields.setdefault("cuda_error", ALLOC_FAILED.search(text).group(0))  # type: ignore[union-attr]
+        return True
+    error = classify_cuda(text)
+    if error is None:
+        return False
+    apply_verdict(sym, error.verdict)
+    sym.fields.setdefault("cuda_error", error.name)
+    return True
+
+
+@decoder("gpu_cuda_status")
+def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A CUDA error named by enum, by number or by its message in any framework's wording."""
+    if not classify_line(sym, extra["text"]):
+        return False
+    sym.summary = f"{sym.fields['cuda_error']} on rank {'?' if sym.rank is None else sym.rank}: " \
+                  f"{str(sym.fields.get('error') or sym.fields.get('name') or '').strip()}"[:300]
+    return True
+
+
+# --- NCCL's 'Cuda failure' ------------------------------------------------------------------------
+
+NVLS_STATE = Verdict("candidate", "nvlink", "infrastructure", 55,
+                     "NVLS multicast refused in the present state: the node's NVSwitch fabric / Fabric Manager state")
+NVLS_UNKNOWN = Verdict("candidate", "nvlink", "unknown", 50,
+                       "NVLink SHARP (NVLS) setup failed: a Fabric Manager restarted without a GPU reset, a container "
+                       "without /dev/nvidia-caps, or multicast resources exhausted; NCCL_NVLS_ENABLE=0 avoids it")
+
+
+@decoder("gpu_nccl_cuda_failure")
+def decode_nccl_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """NCCL's CUDACHECK/CUCHECK ('Cuda failure [N] 'text''), nccl-tests' 'Test CUDA failure file:line'.
+    In the NVLS transport the failure is the NVLink SHARP fabric's (category nvlink)."""
+    text = extra["text"]
+    if not sym.fields.get("error"):
+        following = line.following(1)
+        quoted = re.match(r"\s*'([^']+)'", following[0]) if following else None
+        if quoted:
+            sym.fields["error"] = quoted.group(1)
+            text = f"{text} '{quoted.group(1)}'"
+    error = classify_cuda(text)
+    if "nvls" in text.lower() and _NVLS_REFUSAL.search(text) and (error is None or error.verdict is not FABRIC):
+        apply_verdict(sym, NVLS_STATE if 401 in _codes(text) else NVLS_UNKNOWN)
+    elif error is None:
+        sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
+    else:
+        apply_verdict(sym, error.verdict)
+    if error is not None:
+        sym.fields["cuda_error"] = error.name
+    sym.summary = f"nccl cuda failure on {sym.node or '?'}: {sym.fields.get('error', '?')}"
+    return True
+
+
+# What the multicast calls (cuMulticastCreate / AddDevice / BindMem) return when the fabric or the
+# process's access to it refuses: invalid argument/value, out of memory (slots), not permitted /
+# supported, illegal state. Anything else in nvls.cc (e.g. 'initialization error') is CUDA itself failing.
+_NVLS_REFUSAL = re.compile(r"(?i)invalid (?:argument|value)|out of memory|not permitted|not supported|present state|"
+                           r"failure (?:1|2|401|800|801)\b")
+
+
+def _codes(text: str) -> set[int]:
+    return {int(m.group("code")) for m in _CODE.finditer(text)}
+
+
+@decoder("gpu_nvls_bind")
+def decode_nvls_bind(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """'Failed to bind NVLink SHARP (NVLS) Multicast memory ... CUDA error N': the fabric's refusal;
+    whose fault depends on the error (802: the fabric is not up)."""
+    error = classify_cuda(extra["text"])
+    apply_verdict(sym, FABRIC if error is not None and error.verdict is FABRIC else NVLS_UNKNOWN)
+    return True
+
+
+# --- NVML and nvidia-smi ----------------------------------------------------------------------------
+
+GPU_LOST = Verdict("candidate", "gpu_hardware", "infrastructure", 65, "NVML lost the GPU: it fell off the bus or "
+                                                                       "hung; only a reset or reboot recovers it")
+GPU_NO_HANDLE = Verdict("candidate", "gpu_hardware", "infrastructure", 60,
+                        "NVML cannot reach the GPU (nvidia-smi 'Unable to determine the device handle')")
+GPU_RESET = Verdict("candidate", "gpu_hardware", "infrastructure", 60, "the GPU needs a reset")
+NO_DEVICES = Verdict("candidate", "gpu_hardware", "unknown", 45,
+                     "NVML sees no GPU: driver not loaded or every GPU gone")
+_PCI = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\b")
+
+
+def nvml_verdict(text: str) -> Optional[Verdict]:
+    lowered = text.lower()
+    if "gpu is lost" in lowered:
+        return GPU_LOST
+    if "requires reset" in lowered or "reset required" in lowered:
+        return GPU_RESET
+    if "version mismatch" in lowered:
+        return DRIVER_MISMATCH
+    if "no devices were found" in lowered:
+        return NO_DEVICES
+    if "unable to determine the device handle" in lowered and "unknown error" in lowered:
+        return GPU_NO_HANDLE
+    return None
+
+
+def set_gpu(sym: Symptom, text: str) -> None:
+    match = _PCI.search(text)
+    if match is None:
+        return
+    try:
+        sym.gpu = nv.normalise_pci(match.group(0))
+        sym.fields["pci"] = sym.gpu
+    except ValueError:
+        pass
+
+
+@decoder("gpu_nvml")
+def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """NVML's error strings as nvidia-smi, slurmstepd, the k8s device plugin or DCGM print them."""
+    verdict = nvml_verdict(extra["text"])
+    if verdict is None:
+        return False
+    apply_verdict(sym, verdict)
+    set_gpu(sym, extra["text"])
+    return True
+
+
+# --- pasted diagnostic output (diag/NODE.txt) -------------------------------------------------------
+
+DIAG_GPU = Verdict("candidate", "gpu_hardware", "infrastructure", 60)
+DIAG_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 60)
+DIAG_NVLINK = Verdict("candidate", "nvlink", "infrastructure", 55)
+# dcgmi diag deployment checks that fail for configuration, not hardware
+_DCGM_CONFIG_TESTS = re.compile(r"(?i)denylist|blacklist|library|libraries|permission|persistence|environment|"
+                                r"graphics process|compute process|software|driver")
+_DCGM_MEMORY_TESTS = re.compile(r"(?i)memory|memtest|page retirement|row remap|ecc")
+_DCGM_NVLINK_TESTS = re.compile(r"(?i)nvlink|nvswitch|fabric")
+_FAN_ONLY_ERR = re.compile(r"^\s*\|\s*ERR!\s+\d+C\b")
+_SMI_GPU_HEADER = re.compile(r"^GPU (?P<pci>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+
+
+def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
+    finding = str(sym.fields.get("finding", ""))
+    if finding == "dcgm_fail":
+        test = str(sym.fields.get("test", ""))
+        if _DCGM_CONFIG_TESTS.search(test):
+            return None
+        if _DCGM_MEMORY_TESTS.search(test):
+            return DIAG_MEMORY
+        return DIAG_NVLINK if _DCGM_NVLINK_TESTS.search(test) else DIAG_GPU
+    return {"err": DIAG_GPU, "pending": DIAG_MEMORY, "remap_failure": DIAG_MEMORY, "reset": DIAG_GPU,
+            "link_inactive": DIAG_NVLINK}.get(finding)
+
+
+@decoder("gpu_diag")
+def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A fault line in nvidia-smi / nvidia-smi -q / nvidia-smi nvlink -s / dcgmi diag output: a GPU
+    fault candidate on the node the output came from, on the GPU its section names."""
+    sym.fields.setdefault("finding", str(extra["rule"].emit.get("finding", "")))
+    if sym.fields["finding"] == "err" and _FAN_ONLY_ERR.match(extra["text"]) and extra["text"].count("ERR!") == 1:
+        return False  # a fan reading alone: a sensor or driver quirk, not a GPU in a bad state
+    verdict = _diag_verdict(sym)
+    if verdict is None:
+        return False
+    apply_verdict(sym, verdict)
+    set_gpu(sym, extra["text"])
+    if sym.gpu is None:
+        for previous in line.preceding(3 if sym.fields.get("finding") == "err" else 400):
+            header = _SMI_GPU_HEADER.match(previous.strip()) or (
+                _PCI.search(previous) if sym.fields.get("finding") == "err" else None)
+            if header is not None:
+                set_gpu(sym, header.group(0))
+                break
+    return True
+
+
+@rule("refine.gpu_indeterminate_cuda_error")
+def indeterminate_cuda_error(ctx: EngineContext, rule_: Rule) -> int:
+    """A CUDA error that could be a GPU fault or a kernel bug ('unspecified launch failure', 'unknown
+    error') and that no hardware fault explained carries both readings: if it leads alone, FINAL says
+    ambiguous with a GPU-hardware and an application candidate instead of guessing either."""
+    count = 0
+    for sym in ctx.active():
+        if sym.fields.get("indeterminate") and sym.role == "candidate" and sym.supports is None:
+            sym.fields["readings"] = ["gpu_hardware", "application"]
+            count += 1
+    return count
+
+
+# --- Xid 45 naming an Xid the log does not hold ------------------------------------------------------
+
+
+@rule("filter.gpu_xid_named_cause")
+def xid_named_cause(ctx: EngineContext, rule_: Rule) -> int:
+    """Xid 45 '... caused by previous Xid N' when Xid N itself is not in the log (rotated away, or a
+    driver that folds it into the 45 line): the named Xid is the fault, on the 45's node and GPU."""
+    present = {(s.node, s.fields.get("code")) for s in ctx.symptoms if s.kind == "xid"}
+    count = 0
+    for sym in ctx.active():
+        cause = sym.fields.get("caused_by_xid")
+        if sym.kind != "xid" or sym.supports or not isinstance(cause, int) or (sym.node, cause) in present:
+            continue
+        pci = str(sym.fields.get("pci") or sym.gpu or "0000:00:00")
+        event = nv.XidEvent(pci=pci, code=cause, gpu_instance=None, compute_instance=None, pid=None, process=None,
+                            message=str(sym.fields.get("message", "")))
+        assessment = nv.assess_xid(event, _driver(ctx, sym.node))
+        if assessment.role != "candidate" or assessment.responsible != "infrastructure":
+            continue
+        sym.role, sym.category, sym.responsible = "candidate", assessment.category, assessment.responsible
+        sym.strength = max(assessment.strength - 10, 40)
+        sym.summary = f"xid 45 names previous xid {cause} (not in the log): {assessment.summary}"[:300]
+        sym.actions = assessment.actions
+        sym.notes.append(f"the log holds no xid {cause} line; the xid 45 names it as its cause")
+        count += 1
+    return count
+
+
+def _driver(ctx: EngineContext, node: Optional[str]) -> Optional[str]:
+    facts = ctx.bundle.facts_for(node)
+    return facts.driver_version if facts else None
