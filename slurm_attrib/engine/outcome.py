@@ -138,12 +138,13 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
 
 
 def _two_readings(ctx: EngineContext, rule_: Rule) -> list[Symptom]:
-    """A sole leader whose own text cannot tell hardware from software (``params.ambiguous_kinds``: a
-    CUDA 'unspecified launch failure' or 'unknown error' with nothing else): one candidate per reading."""
-    if len(ctx.leaders) != 1 or ctx.leaders[0].category != "unknown":
+    """A sole leader whose own text cannot tell hardware from software (``fields.readings``, set by the
+    rule that judged it: a CUDA 'unspecified launch failure' alone, an NVLS refusal): one candidate per
+    reading."""
+    if len(ctx.leaders) != 1:
         return []
     leader = ctx.leaders[0]
-    readings = (rule_.params.get("ambiguous_kinds") or {}).get(leader.kind) or []
+    readings = leader.fields.get("readings") or []
     return [replace(leader, category=str(c), responsible=_RESPONSIBLE_OF.get(str(c), "unknown"), notes=[*leader.notes])
             for c in readings]
 
