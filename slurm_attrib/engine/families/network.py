@@ -95,16 +95,21 @@ _UCX_ERRORS = {
 }
 
 
+def _judge_status(sym: Symptom, status: Optional[int]) -> bool:
+    """Record the completion status (when known) and judge the symptom by it."""
+    if status is not None:
+        sym.fields["status"] = status
+    _apply(sym, completion_verdict(status))
+    return True
+
+
 @decoder("net_ucx_completion_error")
 def decode_ucx(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """UCX 'X on mlx5_0:1/IB (synd 0x15 vend 0x81 ...)': the syndrome names the completion status."""
     status = MLX5_SYNDROME_STATUS.get(_int(sym.fields.get("synd"), 16) or -1)
     if status is None:
         status = _UCX_ERRORS.get(str(sym.fields.get("error", "")).strip().lower())
-    if status is not None:
-        sym.fields["status"] = status
-    _apply(sym, completion_verdict(status))
-    return True
+    return _judge_status(sym, status)
 
 
 _OMPI_STATUS = re.compile(r"status number (\d+)")
@@ -116,10 +121,7 @@ def decode_ompi(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     count being exceeded is status 12."""
     match = _OMPI_STATUS.search(extra["text"])
     status = int(match.group(1)) if match else (12 if "retry count" in extra["text"] else None)
-    if status is not None:
-        sym.fields["status"] = status
-    _apply(sym, completion_verdict(status))
-    return True
+    return _judge_status(sym, status)
 
 
 _HEX_ROW = re.compile(r"^\s*([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) ([0-9a-fA-F]{8})\s*$")
@@ -136,10 +138,7 @@ def decode_mlx5_cqe(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
         sym.fields["synd"] = f"0x{word & 0xFF:x}"
         sym.fields["vendor_err"] = f"0x{(word >> 8) & 0xFF:x}"
         status = MLX5_SYNDROME_STATUS.get(word & 0xFF)
-    if status is not None:
-        sym.fields["status"] = status
-    _apply(sym, completion_verdict(status))
-    return True
+    return _judge_status(sym, status)
 
 
 # --- asynchronous events (ibv_event_type_str) -----------------------------------------------------
