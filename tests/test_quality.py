@@ -33,3 +33,15 @@ def test_mypy_clean(package: str) -> None:
     follow, so it is checked on its own."""
     result = subprocess.run([_tool("mypy"), package], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_package_is_installed() -> None:
+    """A subpackage missing from setup.cfg works in an editable install and breaks `pip install .`."""
+    import configparser
+
+    root = Path(__file__).resolve().parents[1]
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg")
+    listed = set(config["options"]["packages"].split())
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "slurm_attrib").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
