@@ -40,6 +40,7 @@ SOURCE_SCHEDULER = "scheduler"
 SOURCE_METRICS = "metrics"
 SOURCE_DIAG = "diag"  # tool output pasted or captured as text: nvidia-smi, dcgmi diag, nvidia-bug-report
 
+SCOPES = ("gpu", "link", "node", "filesystem", "rank", "workload")
 RAW_LINE_CAP = 2048  # characters of a raw line kept as evidence; the offset points at the rest
 
 
@@ -280,6 +281,7 @@ class Diagnosis:
     summary: str
     time_assumptions: list[str] = field(default_factory=list)
     annotations: list[str] = field(default_factory=list)
+    scope: str = "workload"  # what the verdict is about: gpu | link | node | filesystem | rank | workload
 
     def to_dict(self) -> dict[str, Any]:
         root = self.root_cause
@@ -298,6 +300,7 @@ class Diagnosis:
             "rules_fired": [r.to_dict() for r in self.rules_fired],
             "coverage": [c.to_dict() for c in self.coverage],
             "recommended_actions": list(self.recommended_actions),
+            "scope": self.scope,
             "time_assumptions": list(self.time_assumptions),
             "annotations": list(self.annotations),
             "ruleset": dict(self.ruleset),

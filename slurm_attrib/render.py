@@ -29,7 +29,7 @@ def render_text(diag: Diagnosis) -> str:
     lines = [
         f"job {job.job_id} ({job.cluster or '?'}, user {job.user or '?'}, {job.state or '?'} exit {job.exit_code})",
         f"verdict: {diag.status.upper()}  category: {diag.category}  responsible: {diag.responsible}"
-        + (f"  culprit: {', '.join(diag.culprit_nodes)}" if diag.culprit_nodes else ""),
+        + (f"  culprit: {', '.join(diag.culprit_nodes)}" if diag.culprit_nodes else "") + f"  scope: {diag.scope}",
         "",
     ]
     root = diag.root_cause

@@ -34,7 +34,22 @@ def build_diagnosis(ctx: EngineContext, engine_version: str) -> Diagnosis:
         summary=f"{outcome.status}: {outcome.category}: {outcome.summary}",
         time_assumptions=sorted(ctx.assumptions),
         annotations=list(dict.fromkeys([*outcome.annotations, *ctx.notes])),
+        scope=verdict_scope(outcome.status, root, outcome.culprit_nodes),
     )
+
+
+def verdict_scope(status: str, root: Optional[Symptom], culprits: list[str]) -> str:
+    """What an attributed verdict is about: a GPU, a link (HCA port, NIC), a node, a shared file system,
+    one rank of the workload, or the workload as a whole (also every ambiguous/unattributed verdict)."""
+    if status != "attributed" or root is None:
+        return "workload"
+    if root.category == "storage" and root.responsible == "infrastructure":
+        return "filesystem"
+    if culprits:
+        if root.gpu:
+            return "gpu"
+        return "link" if root.category == "network" else "node"
+    return "rank" if root.rank is not None else "workload"
 
 
 def _supporting(ctx: EngineContext, root: Optional[Symptom]) -> list[Symptom]:

@@ -62,3 +62,21 @@ def test_unknown_class_or_scope_is_a_rule_error() -> None:
     with pytest.raises(RuleError):
         CausalModel.from_params({"classes": {"x": {"kinds": ["xid"]}},
                                  "edges": [{"cause": "x", "effect": "x", "scope": "galaxy"}]})
+
+
+def test_verdict_scope_names_what_the_verdict_is_about() -> None:
+    from slurm_attrib.engine.report import verdict_scope
+
+    xid = sym("xid", "a", "gpu_hardware", gpu="0000:3b:00")
+    xid.responsible = "infrastructure"
+    link = sym("ib_link_down", "a", "network")
+    link.responsible = "infrastructure"
+    nfs = sym("storage_error", "a", "storage")
+    nfs.responsible = "infrastructure"
+    exc = sym("python_exception", "a", "application")
+    exc.rank = 3
+    assert verdict_scope("attributed", xid, ["a"]) == "gpu"
+    assert verdict_scope("attributed", link, ["a"]) == "link"
+    assert verdict_scope("attributed", nfs, []) == "filesystem"
+    assert verdict_scope("attributed", exc, []) == "rank"
+    assert verdict_scope("ambiguous", None, []) == "workload"
