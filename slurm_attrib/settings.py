@@ -19,3 +19,5 @@ class EngineSettings:
     max_evidence: int = 200  # evidence lines listed in a diagnosis
     node_history: tuple[tuple[str, int], ...] = ()  # (node, past culprit count) from the store
     node_history_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (node, those earlier job ids)
+    # (node, GPU, earlier job ids) whose verdict cited an application-class Xid (13, 31, 43) on that GPU
+    gpu_xid_history: tuple[tuple[str, str, tuple[str, ...]], ...] = ()

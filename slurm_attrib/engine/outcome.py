@@ -256,6 +256,32 @@ def repeat_offender(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
+@rule("post.xid_workflow")
+def xid_workflow(ctx: EngineContext, rule_: Rule) -> int:
+    """The same GPU with Xid 13/31/43 across jobs is a hardware suspect; a solo event is the application's."""
+    codes = {int(c) for c in rule_.params.get("codes", (13, 31, 43))}
+    threshold = int(rule_.params.get("min_jobs", 2))
+    history = {(node, gpu): jobs for node, gpu, jobs in ctx.settings.gpu_xid_history}
+    seen: dict[tuple[str, str], Symptom] = {}
+    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+        if sym.kind == "xid" and sym.fields.get("code") in codes and sym.node and sym.gpu:
+            seen.setdefault((sym.node, sym.gpu), sym)
+    for (node, gpu), sym in sorted(seen.items()):
+        earlier = list(history.get((node, gpu), ()))
+        code = sym.fields.get("code")
+        if len(earlier) + 1 >= threshold:
+            ctx.outcome.annotations.append(
+                f"xid {code} on {node} gpu {gpu} again: the same GPU faulted in {len(earlier)} earlier job(s) "
+                f"({', '.join(earlier[:10])}); NVIDIA's workflow makes it a hardware suspect")
+            action = f"run field diagnostics on {node} gpu {gpu} (dcgmi diag -r 3, then NVIDIA field diag)"
+            if action not in ctx.outcome.actions:
+                ctx.outcome.actions.append(action)
+        else:
+            ctx.outcome.annotations.append(f"xid {code} on {node} gpu {gpu} is a solo event in the store's history: "
+                                           "most likely the application (NVIDIA's workflow)")
+    return len(seen)
+
+
 @rule("post.coverage_gaps")
 def coverage_gaps(ctx: EngineContext, rule_: Rule) -> int:
     """Say which evidence was missing when the verdict is not attributed."""

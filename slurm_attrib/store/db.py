@@ -238,6 +238,35 @@ class Store:
                 out[r["node"]].append(r["job_id"])
         return out
 
+    def gpu_xid_jobs(self, nodes: list[str], codes: tuple[int, ...], since: datetime, until: datetime,
+                     exclude: Optional[JobKey] = None) -> dict[tuple[str, str], list[str]]:
+        """Per (node, GPU) of ``nodes``, the jobs of [since, until) whose verdict cites an Xid of ``codes`` on
+        that GPU (root cause, candidate or supporting symptom): NVIDIA's workflow for Xid 13/31/43 asks
+        whether the same GPU keeps faulting across jobs."""
+        if not nodes or not codes:
+            return {}
+        cluster = exclude.cluster if exclude is not None else None
+        marks, code_marks = ",".join("?" for _ in nodes), ",".join("?" for _ in codes)
+        cited = ("SELECT d.cluster, d.job_id, d.job_time, s.value AS sym "
+                 "FROM diagnoses d, json_each(d.json, '$.{0}') s WHERE d.job_time >= ? AND d.job_time < ?")
+        sql = ("SELECT DISTINCT cluster, job_id, json_extract(sym, '$.node') AS node, "
+               "json_extract(sym, '$.gpu') AS gpu "
+               f"FROM ({cited.format('supporting_symptoms')} UNION ALL {cited.format('candidates')} UNION ALL "
+               "SELECT d.cluster, d.job_id, d.job_time, json_extract(d.json, '$.root_cause') FROM diagnoses d "
+               "WHERE d.job_time >= ? AND d.job_time < ? AND d.root_kind = 'xid') "
+               f"WHERE json_extract(sym, '$.kind') = 'xid' AND json_extract(sym, '$.fields.code') IN ({code_marks}) "
+               f"AND json_extract(sym, '$.node') IN ({marks}) AND json_extract(sym, '$.gpu') IS NOT NULL"
+               + (" AND cluster = ?" if cluster is not None else "") + " ORDER BY node, gpu, job_time, job_id")
+        window = [iso_utc(since), iso_utc(until)]
+        params = [*window, *window, *window, *codes, *nodes, *([cluster] if cluster is not None else [])]
+        out: dict[tuple[str, str], list[str]] = {}
+        for r in self.rows(sql, params):
+            own = exclude is not None and (r["cluster"], r["job_id"]) == (exclude.cluster, exclude.job_id)
+            jobs = out.setdefault((str(r["node"]), str(r["gpu"])), [])
+            if not own and r["job_id"] not in jobs:
+                jobs.append(r["job_id"])
+        return {key: jobs for key, jobs in out.items() if jobs}
+
     def culprit_counts(self, nodes: list[str], since: datetime, until: datetime,
                        exclude: Optional[JobKey] = None, cluster: Optional[str] = None) -> dict[str, int]:
         """Per node, how many jobs it was the culprit of in [since, until)."""

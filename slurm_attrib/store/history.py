@@ -12,6 +12,8 @@ from .db import Store
 from .rows import JobKey
 
 DEFAULT_HISTORY_DAYS = 30
+# Xids NVIDIA's investigatory workflows judge by repetition on the same GPU (application unless it repeats)
+GPU_WORKFLOW_XIDS = (13, 31, 43)
 
 
 def settings_with_history(engine_settings: EngineSettings, store: Store, nodes: list[str], now: datetime,
@@ -21,8 +23,11 @@ def settings_with_history(engine_settings: EngineSettings, store: Store, nodes: 
     counts = store.culprit_counts(sorted(set(nodes)), now - timedelta(days=days), now, exclude)
     history = tuple((node, count) for node, count in sorted(counts.items()) if count)
     jobs = offender_evidence(store, nodes, now, days, exclude)
+    gpu_jobs = store.gpu_xid_jobs(sorted(set(nodes)), GPU_WORKFLOW_XIDS, now - timedelta(days=days), now, exclude)
     return dataclasses.replace(engine_settings, node_history=history,
-                               node_history_jobs=tuple((node, tuple(ids)) for node, ids in sorted(jobs.items())))
+                               node_history_jobs=tuple((node, tuple(ids)) for node, ids in sorted(jobs.items())),
+                               gpu_xid_history=tuple((node, gpu, tuple(ids))
+                                                     for (node, gpu), ids in sorted(gpu_jobs.items())))
 
 
 def offender_evidence(store: Store, nodes: list[str], now: datetime, days: float = DEFAULT_HISTORY_DAYS,
