@@ -7,6 +7,7 @@ Stages run in order: ``correlate`` (join facts: GPU identities, Xid chains, peer
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Optional
 
@@ -103,10 +104,8 @@ def _not_after(a: Optional[datetime], b: Optional[datetime]) -> bool:
 def causal_model(ctx: EngineContext, rule_: Rule) -> int:
     """Load the causal model for the demote stage and note every pair of independent physical faults
     inside the decision window (it fires once per pair)."""
-    model = CausalModel.from_params(rule_.params, rule_.where)
     single = ctx.job.nodes[0] if len(ctx.job.nodes) == 1 else None
-    ctx.causal = model = CausalModel(classes=model.classes, edges=model.edges, independent=model.independent,
-                                     decision_window_s=model.decision_window_s, single_node=single)
+    ctx.causal = model = replace(CausalModel.from_params(rule_.params, rule_.where), single_node=single)
     window = ctx.tolerance(model.decision_window_s)
     faults = sorted((s for s in ctx.active() if s.role == "candidate" and s.time and model.is_physical(s)),
                     key=Symptom.sort_key)
