@@ -8,7 +8,6 @@ directory raises :class:`BundleError`. File contents are not read here; see :mod
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +19,7 @@ import yaml
 from .errors import BundleError
 from .model import SOURCE_APP, SOURCE_DIAG, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
 from .safeio import read_regular
-from .timestamps import parse_iso
+from .timestamps import iso_offset, parse_iso
 
 JOB_FILE = "job.yaml"
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: job.yaml of 4,096 ranks
@@ -137,9 +136,6 @@ def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
     )
 
 
-_OFFSET_AT_END = re.compile(r"(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\Z")
-
-
 def _job_zone(raw: dict[str, Any]) -> tuple[str, str]:
     """The zone for stamps without an offset, and where it came from: job.yaml's ``timezone``, else the
     offset written in the job's ``start``/``end`` (sacct and the hooks print local time with it), else UTC."""
@@ -149,9 +145,8 @@ def _job_zone(raw: dict[str, Any]) -> tuple[str, str]:
     for key in ("start", "end"):
         value = raw.get(key)
         text = value.isoformat() if isinstance(value, datetime) and value.tzinfo else _text(value)
-        found = _OFFSET_AT_END.search(text) if "T" in text or " " in text.strip() else None
-        if found:
-            offset = found.group(0)
+        offset = iso_offset(text)
+        if offset:
             return ("UTC" if offset in ("Z", "z") else offset), f"the offset of the job's {key} time"
     return "UTC", "default"
 

@@ -19,6 +19,7 @@ __all__ = [
     "ParsedStamp",
     "TimeContext",
     "format_utc",
+    "iso_offset",
     "parse_iso",
     "parse_line_time",
     "zone_from_name",
@@ -420,6 +421,14 @@ def parse_iso(text: str, ctx: TimeContext | None = None) -> datetime | None:
         return None
     resolved = _absolute(m, ctx if ctx is not None else TimeContext())
     return None if resolved is None else resolved[0]
+
+
+def iso_offset(text: str) -> str | None:
+    """The UTC offset ('Z', '+02:00', '-0500') written in an ISO 8601 date-time, or None without one."""
+    if len(text) > PREFIX_LIMIT:
+        return None
+    m = _RE_ISO_FULL.match(text)
+    return None if m is None else _opt(m, "off")
 
 
 def zone_from_name(name: str) -> tzinfo:

@@ -64,9 +64,15 @@ class EngineContext:
         """True/False against the job window with its tolerances; None when it cannot be told."""
         if when is None or (self.window_start is None and self.window_end is None):
             return None
+        return not self.beyond_window(when)
+
+    def beyond_window(self, when: datetime) -> timedelta:
+        """How far ``when`` lies outside the job window and its tolerances (zero inside)."""
         if self.window_start and when < self.window_start - self.tolerance(self.settings.window_before_s):
-            return False
-        return not (self.window_end and when > self.window_end + self.tolerance(self.settings.window_after_s))
+            return self.window_start - self.tolerance(self.settings.window_before_s) - when
+        if self.window_end and when > self.window_end + self.tolerance(self.settings.window_after_s):
+            return when - self.window_end - self.tolerance(self.settings.window_after_s)
+        return timedelta(0)
 
     def coverage_for(self, connector: str) -> Coverage:
         if connector not in self.coverage:

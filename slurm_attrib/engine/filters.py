@@ -68,7 +68,7 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
                            f"window with {ctx.settings.window_before_s:g}s/{ctx.settings.window_after_s:g}s "
                            "tolerance)")
             dropped[sym.evidence[0].source if sym.evidence else "other"] += 1
-            if sym.role == "candidate" and sym.responsible == "infrastructure" and _distance(ctx, sym) <= near:
+            if sym.role == "candidate" and sym.responsible == "infrastructure" and ctx.beyond_window(sym.time) <= near:
                 sym.fields["near_window"] = True
     if dropped:
         zones = sorted(a for a in ctx.assumptions if a.startswith("zone "))
@@ -76,16 +76,6 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
         ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
                          + (f"; {'; '.join(zones)}" if zones else ""))
     return sum(dropped.values())
-
-
-def _distance(ctx: EngineContext, sym: Symptom) -> timedelta:
-    """How far beyond the tolerated window a symptom lies."""
-    assert sym.time is not None
-    if ctx.window_start and sym.time < ctx.window_start:
-        return ctx.window_start - ctx.tolerance(ctx.settings.window_before_s) - sym.time
-    if ctx.window_end and sym.time > ctx.window_end:
-        return sym.time - ctx.window_end - ctx.tolerance(ctx.settings.window_after_s)
-    return timedelta(0)
 
 
 @rule("filter.node_not_in_job")

@@ -21,9 +21,9 @@ STATE_OUTCOMES = {
     "BOOT_FAIL": ("node_failure", "infrastructure"),
     "OUT_OF_MEMORY": ("host_oom", "workload"),
 }
-SUCCESS_STATES = ("COMPLETED",)
+SUCCESS_STATES = ("COMPLETED",)  # a job still RUNNING or COMPLETING has not ended: never "did not fail"
 # A shared service failed (the file system), not the node that saw it: never a culprit node.
-SHARED_CATEGORIES = ("storage",)  # a job still RUNNING or COMPLETING has not ended: never "did not fail"
+SHARED_CATEGORIES = ("storage",)
 
 
 def _describe(sym: Symptom) -> str:
@@ -139,7 +139,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
 
 def _two_readings(ctx: EngineContext, rule_: Rule) -> list[Symptom]:
     """A sole leader whose own text cannot tell hardware from software (``fields.readings``, set by the
-    rule that judged it: a CUDA 'unspecified launch failure' alone, an NVLS refusal): one candidate per
+    rule that judged it: a CUDA 'unspecified launch failure' or 'unknown error' alone): one candidate per
     reading."""
     if len(ctx.leaders) != 1:
         return []
@@ -158,8 +158,7 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     infrastructure fault inside it leads: they make the verdict ambiguous, never silently unattributed."""
     if any(s.responsible == "infrastructure" for s in ctx.leaders):
         return []
-    found = [s for s in ctx.symptoms if s.fields.get("near_window") and s.dropped
-             and s.dropped.startswith("outside the job window")]
+    found = [s for s in ctx.symptoms if s.fields.get("near_window")]  # set only when the window filter drops it
     first_per_node: dict[Optional[str], Symptom] = {}
     for sym in sorted(found, key=lambda s: (-s.strength, *Symptom.sort_key(s))):
         first_per_node.setdefault(sym.node, sym)
