@@ -9,9 +9,10 @@ from typing import Optional, Union
 
 from .. import __version__
 from ..bundle import Bundle, load_bundle
+from ..config import Config
 from ..errors import RuleError
 from ..model import Diagnosis, Symptom
-from ..ruleset import Rule, RuleSet, load_ruleset
+from ..ruleset import SITE_RULES_ENV, Rule, RuleSet, load_ruleset
 from ..timestamps import parse_line_time
 from . import registry
 from .context import EngineContext, EngineSettings
@@ -32,6 +33,16 @@ class Engine:
         self.settings = settings or EngineSettings()
         _check_implementations(self.ruleset)
         self.extractor = Extractor(self.ruleset.by_phase("extract"))
+
+    @classmethod
+    def from_config(cls, config: Config, rules_dir: Optional[str] = None, include_site: bool = True) -> Engine:
+        """The engine a configuration describes: the bundled rules, the site rules of ``rules_dir`` (else
+        ``$SLURM_ATTRIB_RULES_D``, else ``config.rules_dir``) and the tolerances of ``config.engine``.
+
+        Every command, the finalizer and the service build their engine here, so one configuration gives
+        one ruleset digest and one set of tolerances wherever a verdict is made or re-made."""
+        site_dir = rules_dir or os.environ.get(SITE_RULES_ENV) or config.rules_dir
+        return cls(load_ruleset(site_dir=site_dir, include_site=include_site), config.engine)
 
     def diagnose(self, bundle: Union[Bundle, str, os.PathLike[str]],
                  settings: Optional[EngineSettings] = None) -> Diagnosis:

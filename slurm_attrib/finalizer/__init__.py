@@ -4,6 +4,5 @@ AdminComment (→ optional drain). See :mod:`.service`."""
 from __future__ import annotations
 
 from .service import Finalizer, Result
-from .storeadapter import SqliteVerdictStore, VerdictStore
 
-__all__ = ["Finalizer", "Result", "SqliteVerdictStore", "VerdictStore"]
+__all__ = ["Finalizer", "Result"]

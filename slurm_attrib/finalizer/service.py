@@ -15,13 +15,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..attribution import VerdictStore, attribute
 from ..config import Config
 from ..engine import Engine
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
 from . import assemble, comment, jobinfo, nodebundles, queue
 from .applog import read_tail
-from .storeadapter import VerdictStore
 
 log = logging.getLogger("slurm_attrib.finalizer")
 JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
@@ -182,11 +182,9 @@ class Finalizer:
                   records: list[Any]) -> Result:
         parts = self._gather(job, info, now, records)
         dest = assemble.write_bundle(parts, self.spool / "jobs" / job.key)
-        settings = self.store.engine_settings(self.engine.settings, list(info.nodes), now,
-                                              self.config.finalizer.history_days)
-        diag = self.engine.diagnose(dest, settings)
-        diag_dict = diag.to_dict()
-        verdict_id, where = self.store.record(diag_dict, dest, now)
+        done = attribute(self.engine, dest, self.store, now, self.config.finalizer.history_days)
+        diag_dict = done.diagnosis.to_dict()
+        verdict_id, where = (done.stored.verdict_id, done.stored.where) if done.stored else ("", "")
         ref = comment.job_ref(info.job_id, info.array_job_id, info.array_task_id)
         segment = comment.verdict_segment(diag_dict, verdict_id)
         written = ""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from slurm_attrib import canonical
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.engine import Engine
 
 

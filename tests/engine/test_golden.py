@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.engine import Engine
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

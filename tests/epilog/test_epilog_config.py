@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from slurm_attrib.cli_node import register_node, write_epilog_config
 from slurm_attrib.config import CollectorConfig
+from slurm_attrib.epilog_config import write_epilog_config
 
 WRAPPER = Path(__file__).resolve().parents[2] / "epilog" / "slurm-attrib-epilog.sh"
 
@@ -33,13 +32,3 @@ def test_the_wrapper_reads_what_was_written(tmp_path: Path) -> None:
     env = ["SLURM_JOB_ID=5", "SLURM_JOB_EXIT_CODE2=0:0", "SLURM_JOB_DERIVED_EC=0", f"SLURM_ATTRIB_ETC={tmp_path}"]
     subprocess.run(["/usr/bin/env", "-i", *env, "/bin/sh", str(WRAPPER)], check=True, timeout=30)
     assert marker.read_text() == "-m slurm_attrib.collect --budget 4\n"
-
-
-def test_commands_register_with_help() -> None:
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers()
-    register_node(sub)
-    for name in ("collect", "epilog-config"):
-        assert sub.choices[name].description
-    args = parser.parse_args(["collect", "--spool", "/x", "--budget", "3"])
-    assert args.spool == "/x" and args.budget == 3.0 and args.func.__name__ == "cmd_collect"

@@ -9,7 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
+from slurm_attrib.attribution import History, Stored
 from slurm_attrib.engine import EngineSettings
+from slurm_attrib.model import JobFacts
 from slurm_attrib.slurm.records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
 
 
@@ -74,18 +76,17 @@ def _with_comment(rec: AcctRecord, text: str) -> AcctRecord:
 class FakeStore:
     recorded: list[dict[str, Any]] = field(default_factory=list)
     bundles: list[Path] = field(default_factory=list)
-    history: tuple[tuple[str, int], ...] = ()
+    history_counts: tuple[tuple[str, int], ...] = ()
 
-    def record(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> tuple[str, str]:
+    def record(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
         self.recorded.append(json.loads(json.dumps(diagnosis)))
         self.bundles.append(bundle)
-        return f"v{len(self.recorded)}", "store"
+        return Stored(f"v{len(self.recorded)}", "store")
 
-    def engine_settings(self, settings: EngineSettings, nodes: list[str], now: datetime,
-                        days: float) -> EngineSettings:
+    def history(self, settings: EngineSettings, job: JobFacts, anchor: datetime, days: float) -> History:
         from dataclasses import replace
 
-        return replace(settings, node_history=self.history)
+        return History(replace(settings, node_history=self.history_counts))
 
     def flush_spool(self) -> int:
         return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from slurm_attrib.bundle import load_bundle
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.engine import Engine
 from slurm_attrib.store import Store, settings_with_history
 from slurm_attrib.store.rows import JobKey

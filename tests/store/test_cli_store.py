@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_attrib.cli import demo_bundle, main
+from slurm_attrib.cli import main
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.store import Store
 
 from .conftest import DATA, NOW, TESTS

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.engine import Engine
 from slurm_attrib.store import Store, StoreBusy, StoreSettings, import_spool, record_or_spool
 

@@ -7,7 +7,7 @@ import json
 import stat
 from pathlib import Path
 
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.engine import Engine
 from slurm_attrib.store import Store
 from slurm_attrib.store.db import resolve_store_path

@@ -7,7 +7,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.store import packing
 
 

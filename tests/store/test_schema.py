@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from slurm_attrib.cli import demo_bundle
+from slurm_attrib.data import demo_bundle
 from slurm_attrib.store import Store, packing, schema
 
 ALL = [name for name, _ in schema.MIGRATIONS]

@@ -1,6 +1,6 @@
-"""Slurm commands of the CLI: ``finalize`` (the controller daemon, or ``--once``) and ``remediate``
-(the drain ledger). Option parsing and the clock live here; the work is in :mod:`.finalizer`,
-:mod:`.remediate` and :mod:`.slurm`."""
+"""Slurm commands: ``finalize`` (the controller daemon, or ``--once``) and ``remediate`` (the drain
+ledger). Option parsing and the clock live here; the work is in :mod:`slurm_attrib.finalizer`,
+:mod:`slurm_attrib.remediate` and :mod:`slurm_attrib.slurm`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-from .config import Config, load_config
+from ..config import Config, load_config
+from .common import add_config_option
 
 SPOOL_ENV = "SLURM_ATTRIB_SPOOL"
 STORE_ENV = "SLURM_ATTRIB_STORE"
@@ -46,14 +47,14 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
     """A Finalizer wired to the real Slurm, engine, store and (when on) remediation."""
     from dataclasses import replace
 
-    from .engine import Engine
-    from .finalizer import Finalizer, SqliteVerdictStore
-    from .remediate import DrainLedger, Remediator
-    from .ruleset import load_ruleset
-    from .slurm import open_slurm
+    from ..attribution import SqliteVerdictStore
+    from ..engine import Engine
+    from ..finalizer import Finalizer
+    from ..remediate import DrainLedger, Remediator
+    from ..slurm import open_slurm
 
     slurm = open_slurm(config.finalizer.backend, config.finalizer.command_timeout_s)
-    engine = Engine(load_ruleset(site_dir=config.rules_dir), config.engine)
+    engine = Engine.from_config(config)
     store_config = replace(config.store, path=store_path or os.environ.get(STORE_ENV) or config.store.path)
     store = SqliteVerdictStore(store_config, spool / "verdicts")
     remediator = Remediator(config.remediation, slurm, DrainLedger(Path(config.remediation.state_file))) \
@@ -87,7 +88,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 
 
 def cmd_remediate_status(args: argparse.Namespace) -> int:
-    from .remediate import DrainLedger
+    from ..remediate import DrainLedger
 
     config = _config(args)
     drains = DrainLedger(Path(args.state or config.remediation.state_file)).load()
@@ -102,8 +103,8 @@ def cmd_remediate_status(args: argparse.Namespace) -> int:
 
 
 def cmd_remediate_resume(args: argparse.Namespace) -> int:
-    from .remediate import DrainLedger, Remediator
-    from .slurm import open_slurm
+    from ..remediate import DrainLedger, Remediator
+    from ..slurm import open_slurm
 
     config = _config(args)
     slurm = open_slurm(config.finalizer.backend, config.finalizer.command_timeout_s)
@@ -121,7 +122,7 @@ def register(sub: Any) -> None:
     fin.add_argument("--once", action="store_true", help="process what is queued (waiting as needed) and exit")
     fin.add_argument("--spool", help=f"spool root (default: config spool.dir, or ${SPOOL_ENV})")
     fin.add_argument("--store", help=f"SQLite store (default: config store.path, or ${STORE_ENV})")
-    fin.add_argument("--config", help="configuration file (default /etc/slurm-attrib/slurm-attrib.yaml)")
+    add_config_option(fin)
     fin.add_argument("--poll", type=float, help="seconds between passes (default finalizer.poll_interval_s)")
     fin.add_argument("-v", "--verbose", action="store_true", help="print one JSON line per finished job")
     fin.set_defaults(func=cmd_finalize)
@@ -137,6 +138,6 @@ def register(sub: Any) -> None:
                              description="Resume NODE if slurm-attrib drained it and its reason is still ours.")
     resume.add_argument("node", help="node name")
     for p, func in ((status, cmd_remediate_status), (resume, cmd_remediate_resume)):
-        p.add_argument("--config", help="configuration file")
+        add_config_option(p)
         p.add_argument("--state", help="drain ledger file (default remediation.state_file)")
         p.set_defaults(func=func)

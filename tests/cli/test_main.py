@@ -10,7 +10,7 @@ import pytest
 
 from slurm_attrib.cli import build_parser, main
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, argparse.ArgumentParser]]:
@@ -42,3 +42,18 @@ def test_missing_bundle_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
     assert main(["diagnose", "--no-site-rules", "--bundle", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a bundle directory" in err
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`slurm-attrib rules list --format json | head -c1`: no "Broken pipe" message, exit 0. The reader
+    closes before the command writes, so every write meets a closed pipe (no race with the pipe buffer)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "slurm_attrib.cli", "rules", "list", "--no-site-rules",
+                             "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, err
+    assert err == b""

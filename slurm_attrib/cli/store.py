@@ -1,34 +1,25 @@
-"""Store commands of the CLI (diagnose --store, show, query, nodes, stats, replay, sweep, import-spool):
-option parsing and output formatting only; every command is a call into :mod:`slurm_attrib.store`.
-
-The CLI reads the clock in one place (:func:`_now`, overridable with ``--now``); the library never does.
-"""
+"""Store commands (show, query, nodes, stats, replay, sweep, import-spool): option parsing and output
+formatting only; every command is a call into :mod:`slurm_attrib.store`. The clock is read only
+through ``--now`` or :func:`.common.now_of`; the library never reads it."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from datetime import datetime
+from typing import Any, Optional
 
-from . import canonical
-from .errors import ConfigError
-from .store import db as store_db
-from .store import history, reports, spool
-from .store.errors import StoreError
-from .store.progress import ProgressBar
-from .store.tables import FORMATS, format_rows
-from .store.timespec import parse_duration, parse_when
-
-Handler = Callable[[argparse.Namespace], int]
-
-
-def _now(args: argparse.Namespace) -> datetime:
-    """``--now`` (ISO time) or the current time: the only clock the store commands read."""
-    if getattr(args, "now", None):
-        return parse_when(args.now, datetime(1970, 1, 1, tzinfo=timezone.utc))
-    return datetime.now(timezone.utc)
+from .. import canonical
+from ..errors import ConfigError
+from ..store import db as store_db
+from ..store import history, reports, spool
+from ..store.errors import StoreError
+from ..store.progress import ProgressBar
+from ..store.tables import FORMATS, format_rows
+from ..store.timespec import parse_duration, parse_when
+from .common import add_rule_options, command, config_of, engine_of
+from .common import now_of as _now
 
 
 def _window(args: argparse.Namespace, now: datetime) -> reports.Window:
@@ -51,59 +42,13 @@ def _history_days(text: str) -> float:
     return days
 
 
-def _engine(args: argparse.Namespace) -> Any:
-    from .cli import _engine as build_engine  # the rule options are the diagnose command's
-
-    return build_engine(args)
-
-
-# -- diagnose --store ------------------------------------------------------------------------------
-
-
-def _record(args: argparse.Namespace, diagnosis: Any, bundle: Any) -> None:
-    done = spool.record_or_spool(args.store, diagnosis, _now(args), spool.resolve_spool_dir(args.spool_dir),
-                                 bundle_dir=bundle)
-    if done.spooled is not None:
-        sys.stderr.write(f"slurm-attrib: warning: {done.reason}; verdict spooled to {done.spooled}\n")
-
-
-def cmd_diagnose_store(args: argparse.Namespace) -> int:
-    """diagnose with ``--store``: the store's culprit history feeds the repeat-offender rule, then the
-    verdict is recorded (or spooled). Without ``--store`` the plain diagnose command runs."""
-    from . import cli
-    from .bundle import load_bundle
-
-    if not args.store:
-        return cli.cmd_diagnose(args)
-    engine, bundle = _engine(args), load_bundle(args.bundle)
-    anchor = bundle.job.end or bundle.job.start or _now(args)
-    key = _key_of(bundle.job)
-    settings, evidence = engine.settings, {}
-    try:
-        with store_db.Store.open(args.store) as st:
-            settings = history.settings_with_history(engine.settings, st, list(bundle.job.nodes), anchor,
-                                                     args.history_days, key)
-            evidence = history.offender_evidence(st, list(bundle.job.nodes), anchor, args.history_days, key)
-    except StoreError as exc:
-        sys.stderr.write(f"slurm-attrib: warning: no history from the store ({exc})\n")
-    diag = engine.diagnose(bundle, settings)
-    _record(args, diag, args.bundle)
-    if args.format == "json":
-        sys.stdout.write(canonical.dumps(diag.to_dict()))
-        return 0
-    from .render import render_text
-
-    sys.stdout.write(render_text(diag) + _history_text(evidence, diag.culprit_nodes, args.history_days))
-    return 0
-
-
 def _key_of(job: Any) -> Any:
-    from .store.rows import JobKey
+    from ..store.rows import JobKey
 
     return JobKey(job.cluster, job.job_id, job.array_task_id, job.restart_count)
 
 
-def _history_text(evidence: dict[str, list[str]], culprits: list[str], days: float) -> str:
+def history_text(evidence: dict[str, list[str]], culprits: list[str], days: float) -> str:
     lines = [f"  {node}: culprit of {len(evidence[node])} earlier job(s): {', '.join(evidence[node])}"
              for node in culprits if evidence.get(node)]
     return (f"\nstore history of the culprit nodes ({days:g} days before the job):\n" + "\n".join(lines) + "\n") \
@@ -114,8 +59,8 @@ def _history_text(evidence: dict[str, list[str]], culprits: list[str], days: flo
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .render import render_text
-    from .store.rebuild import diagnosis_from_dict
+    from ..render import render_text
+    from ..store.rebuild import diagnosis_from_dict
 
     with _open(args) as st:
         row = _one_verdict(st, args.job, args.cluster)
@@ -127,7 +72,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                                              _key_of(diagnosis_from_dict(diag).job))
     if args.format == "table":
         text = render_text(diagnosis_from_dict(diag)) + _stored_text(row, bundle)
-        sys.stdout.write(text + _history_text(evidence, diag.get("culprit_nodes") or [], args.history_days)
+        sys.stdout.write(text + history_text(evidence, diag.get("culprit_nodes") or [], args.history_days)
                          + _previous_text(previous))
     elif args.format == "json":
         sys.stdout.write(canonical.dumps({"diagnosis": diag, "verdict_id": row["verdict_id"],
@@ -239,7 +184,7 @@ REPLAY_COLUMNS = ("cluster", "job_id", "array_task", "restart_count", "outcome",
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .store.replay import replay, select_for_replay
+    from ..store.replay import replay, select_for_replay
 
     now = _now(args)
     if args.job is None and args.since is None:
@@ -247,7 +192,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     bar = ProgressBar("replay")
     with _open(args) as st:
         rows = select_for_replay(st, args.job, args.cluster, _window(args, now))
-        results = replay(st, _engine(args), rows, now, apply=args.apply, history_days=args.history_days,
+        results = replay(st, engine_of(args), rows, now, apply=args.apply, history_days=args.history_days,
                          progress=bar)
     bar.finish()
     shown = [r.to_row() for r in results if args.all or r.outcome != "same"]
@@ -264,23 +209,23 @@ SWEEP_COLUMNS = ("cluster", "job_id", "state", "action", "status", "category", "
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .store.sweep import FailedJobSource, sweep
+    from ..store.sweep import FailedJobSource, sweep
 
     now = _now(args)
     window = _window(args, now)
     source: FailedJobSource
     if args.sacct_file:
-        from .slurm import CapturedSacct
+        from ..slurm import CapturedSacct
 
         source = CapturedSacct(args.sacct_file, cluster=args.cluster or "")
     else:  # the finalizer's backend (config finalizer.backend), with the sweep's own timeout
-        from .config import load_config
-        from .slurm import open_slurm
 
-        source = open_slurm(load_config(args.config).finalizer.backend, args.sacct_timeout, cluster=args.cluster or "")
+        from ..slurm import open_slurm
+
+        source = open_slurm(config_of(args).finalizer.backend, args.sacct_timeout, cluster=args.cluster or "")
     bar = ProgressBar("sweep")
     with _open(args, create=True) as st:
-        results = sweep(st, _engine(args), source, window.since or now, window.until or now, now, spool=args.spool,
+        results = sweep(st, engine_of(args), source, window.since or now, window.until or now, now, spool=args.spool,
                         dry_run=args.dry_run, history_days=args.history_days, progress=bar)
     bar.finish()
     sys.stdout.write(format_rows([r.to_row() for r in results], SWEEP_COLUMNS, args.format))
@@ -311,42 +256,22 @@ def _store_options(parser: argparse.ArgumentParser, window: bool = True, fmt: bo
         parser.add_argument("--format", choices=FORMATS, default="table", help="output format")
 
 
-def _history_option(parser: argparse.ArgumentParser) -> None:
+def add_history_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history-days", type=_history_days, default=history.DEFAULT_HISTORY_DAYS,
                         help="how far back the culprit history of a node reaches (days, or 30d, 2w)")
 
 
-def _command(sub: Any, name: str, func: Handler, text: str, description: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=text, description=description)
-    parser.set_defaults(func=func)
-    return parser
-
-
-def _extend_diagnose(sub: Any) -> None:
-    diag: argparse.ArgumentParser = sub.choices["diagnose"]
-    diag.add_argument("--store", help="also record the diagnosis in this store; the store's history flags "
-                                      "repeat offenders")
-    diag.add_argument("--spool-dir", help="where a verdict goes when the store stays locked or read-only "
-                                          f"(default ${spool.SPOOL_ENV}/verdicts, else {spool.DEFAULT_SPOOL_DIR})")
-    diag.add_argument("--now", help="verdict time to record (ISO); default: the clock")
-    _history_option(diag)
-    diag.set_defaults(func=cmd_diagnose_store)
-
-
 def register(sub: Any) -> None:
-    """Add the store commands to the top-level subparsers (and ``--store`` to ``diagnose``)."""
-    from .cli import _add_rule_options
-
-    _extend_diagnose(sub)
-    show = _command(sub, "show", cmd_show, "show the stored verdict of a job", "Show a stored verdict as a person "
+    """Add the store commands to the top-level subparsers."""
+    show = command(sub, "show", cmd_show, "show the stored verdict of a job", "Show a stored verdict as a person "
                     "reads it: verdict line, root cause with its raw line, supporting symptoms, coverage, "
                     "recommended actions, culprit history and previous verdicts of the same job.")
     show.add_argument("job", metavar="JOBID", help="job id, or <array id>_<task id>")
     show.add_argument("--cluster", help="the cluster, when the job id is known on several")
     _store_options(show, window=False)
-    _history_option(show)
+    add_history_option(show)
 
-    query = _command(sub, "query", cmd_query, "list stored verdicts", "List stored verdicts, newest first, "
+    query = command(sub, "query", cmd_query, "list stored verdicts", "List stored verdicts, newest first, "
                      "filtered by culprit node, user, partition, category, status, responsible party and time.")
     for option, text in (("--node", "jobs this node was the culprit of"), ("--user", "user"), ("--partition",
                          "partition"), ("--category", "category"), ("--status", "attributed, ambiguous or "
@@ -356,7 +281,7 @@ def register(sub: Any) -> None:
     query.add_argument("--limit", type=int, default=50, help="at most this many rows (default 50)")
     _store_options(query)
 
-    nodes = _command(sub, "nodes", cmd_nodes, "repeat offenders: culprit counts per node", "Per node (or per GPU "
+    nodes = command(sub, "nodes", cmd_nodes, "repeat offenders: culprit counts per node", "Per node (or per GPU "
                      "with --by-gpu): how many jobs it was the culprit of, in which categories, first and last "
                      "seen, and the GPU-hours of those jobs.")
     nodes.add_argument("--min-jobs", type=int, default=1, help="only nodes that were the culprit of N jobs or more")
@@ -364,13 +289,13 @@ def register(sub: Any) -> None:
     nodes.add_argument("--limit", type=int, help="at most this many rows")
     _store_options(nodes)
 
-    stats = _command(sub, "stats", cmd_stats, "verdict counts and lost GPU-hours over time", "Counts and lost "
+    stats = command(sub, "stats", cmd_stats, "verdict counts and lost GPU-hours over time", "Counts and lost "
                      "GPU-hours per category and per responsible party in each day or week, with the "
                      "unattributed and ambiguous rates.")
     stats.add_argument("--by", choices=("day", "week"), default="week", help="bucket size (weeks start on Monday)")
     _store_options(stats)
 
-    replay = _command(sub, "replay", cmd_replay, "re-run stored bundles with the current rules", "Re-run the "
+    replay = command(sub, "replay", cmd_replay, "re-run stored bundles with the current rules", "Re-run the "
                       "stored evidence bundles with the current rules and show which verdicts would change; "
                       "--apply stores the new verdicts (the old ones stay in the history).")
     replay.add_argument("job", metavar="JOBID", nargs="?", help="one job (else every job in --since/--until)")
@@ -378,10 +303,10 @@ def register(sub: Any) -> None:
     replay.add_argument("--apply", action="store_true", help="store the verdicts that changed")
     replay.add_argument("--all", action="store_true", help="list unchanged verdicts too")
     _store_options(replay)
-    _history_option(replay)
-    _add_rule_options(replay)
+    add_history_option(replay)
+    add_rule_options(replay)
 
-    sweep = _command(sub, "sweep", cmd_sweep, "backfill verdicts for failed jobs sacct knows", "Backfill: every "
+    sweep = command(sub, "sweep", cmd_sweep, "backfill verdicts for failed jobs sacct knows", "Backfill: every "
                      "failed job sacct reports in the window that has no verdict gets one, from the job facts "
                      "and its spooled bundle (--spool DIR/<job id>/) when there is one.")
     sweep.add_argument("--spool", help="directory of node bundles: DIR/<cluster>/<job id>/ or DIR/<job id>/")
@@ -389,14 +314,12 @@ def register(sub: Any) -> None:
     sweep.add_argument("--sacct-file", action="append", help="read this captured `sacct --parsable2` output "
                        "instead of running sacct (repeatable)")
     sweep.add_argument("--sacct-timeout", type=float, default=60.0, help="seconds sacct may take (default 60)")
-    sweep.add_argument("--config", help="configuration file whose finalizer.backend (auto, cli, pyslurm) asks "
-                       "Slurm (default /etc/slurm-attrib/slurm-attrib.yaml)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs that would get a verdict")
     _store_options(sweep)
-    _history_option(sweep)
-    _add_rule_options(sweep)
+    add_history_option(sweep)
+    add_rule_options(sweep)
 
-    imp = _command(sub, "import-spool", cmd_import_spool, "load spooled verdicts into the store", "Load the "
+    imp = command(sub, "import-spool", cmd_import_spool, "load spooled verdicts into the store", "Load the "
                    "verdicts that were spooled while the store was locked or read-only, then remove them.")
     imp.add_argument("dir", metavar="DIR", nargs="?", help=f"spool directory (default ${spool.SPOOL_ENV}/verdicts, "
                      f"else {spool.DEFAULT_SPOOL_DIR})")

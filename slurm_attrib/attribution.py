@@ -1,0 +1,140 @@
+"""One job, one verdict: diagnose a bundle with the store's history, then record the verdict (or spool it).
+
+This is the library function behind ``slurm-attrib diagnose --store``, the finalizer and the REST
+service, so the three make the same verdict from the same bundle and store. The store is reached
+through :class:`VerdictStore`; :class:`SqliteVerdictStore` is the real one, tests pass a fake. The
+function never reads the clock: ``now`` is the verdict time and the history anchor of last resort.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional, Protocol, Union
+
+from .bundle import load_bundle
+from .config import StoreConfig
+from .engine import Engine, EngineSettings
+from .model import Diagnosis, JobFacts
+
+log = logging.getLogger("slurm_attrib.attribution")
+
+
+@dataclass(frozen=True)
+class History:
+    """What the store knows about a job's nodes before it, as the engine settings that carry it, and
+    why there is none when the store could not be read."""
+
+    settings: EngineSettings
+    problem: str = ""
+
+    def culprit_jobs(self) -> dict[str, list[str]]:
+        """The earlier job ids behind each node's culprit count (what a repeat-offender flag rests on)."""
+        return {node: list(ids) for node, ids in self.settings.node_history_jobs if ids}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Where a verdict went: ``where`` is ``store`` or the spooled file's path (``reason`` says why)."""
+
+    verdict_id: str
+    where: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """A diagnosis with its history and, when it was recorded, where it went."""
+
+    diagnosis: Diagnosis
+    history: History
+    stored: Optional[Stored] = None
+
+    def warnings(self) -> list[str]:
+        """What an operator should know about how this verdict was made and kept."""
+        found = [f"no history from the store ({self.history.problem})"] if self.history.problem else []
+        if self.stored is not None and self.stored.where != "store":
+            found.append(f"{self.stored.reason}; verdict spooled to {self.stored.where}")
+        return found
+
+
+class VerdictStore(Protocol):
+    """The store as attribution sees it: history in, verdicts out."""
+
+    def history(self, settings: EngineSettings, job: JobFacts, anchor: datetime, days: float) -> History:
+        """``settings`` with the history of ``job``'s nodes in the ``days`` before ``anchor`` (the job
+        itself not counted); the settings unchanged, with the reason, when the store cannot be read."""
+
+    def record(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
+        """Store the verdict with its bundle, or spool it when the store stays unavailable."""
+
+    def flush_spool(self) -> int:
+        """Load spooled verdicts into the store once it is writable again; how many loaded."""
+
+
+def attribute(engine: Engine, bundle_dir: Union[str, os.PathLike[str]], store: Optional[VerdictStore],
+              now: datetime, history_days: float, record: bool = True) -> Attribution:
+    """Diagnose the bundle in ``bundle_dir`` with ``store``'s history of its nodes and, when ``record``,
+    keep the verdict there. Without a store it is the plain diagnosis.
+
+    The history reaches back ``history_days`` from the job's end (else its start, else ``now``), so
+    re-running an old job sees what was known when it failed, not what came after."""
+    bundle = load_bundle(bundle_dir)
+    anchor = bundle.job.end or bundle.job.start or now
+    history = store.history(engine.settings, bundle.job, anchor, history_days) if store else History(engine.settings)
+    diagnosis = engine.diagnose(bundle, history.settings)
+    stored = store.record(diagnosis.to_dict(), Path(bundle_dir), now) if store is not None and record else None
+    return Attribution(diagnosis, history, stored)
+
+
+class SqliteVerdictStore:
+    """The SQLite store (:mod:`slurm_attrib.store`): history read without creating or migrating the
+    file, verdicts recorded with their bundle, or spooled into ``spool_dir`` so none is lost."""
+
+    def __init__(self, config: StoreConfig, spool_dir: Union[str, os.PathLike[str]]) -> None:
+        from .store import StoreSettings
+
+        self.path = config.path
+        self.spool_dir = Path(spool_dir)
+        self.settings = StoreSettings(busy_timeout_s=config.busy_timeout_s, bundle_cap_bytes=config.max_bundle_bytes)
+
+    def history(self, settings: EngineSettings, job: JobFacts, anchor: datetime, days: float) -> History:
+        from .store import Store, StoreError, settings_with_history
+        from .store.rows import JobKey
+
+        if not Path(self.path).exists():  # a new site: no history yet, and nothing to warn about
+            return History(settings)
+        key = JobKey(job.cluster, job.job_id, job.array_task_id, job.restart_count)
+        try:
+            with Store.open(self.path, self.settings, create=False, migrate=False) as store:
+                return History(settings_with_history(settings, store, list(job.nodes), anchor, days, key))
+        except StoreError as exc:
+            log.warning("node history unavailable: %s", exc)
+            return History(settings, problem=str(exc))
+
+    def record(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
+        from .store import record_or_spool
+        from .store.rows import verdict_id
+
+        done = record_or_spool(self.path, diagnosis, verdict_time, self.spool_dir, bundle_dir=bundle,
+                               settings=self.settings)
+        if done.result is not None:
+            return Stored(done.result.verdict_id, "store")
+        log.warning("store unavailable (%s): verdict spooled to %s", done.reason, done.spooled)
+        return Stored(verdict_id(diagnosis), str(done.spooled), done.reason)
+
+    def flush_spool(self) -> int:
+        """Load spooled verdicts into the store once it is writable again; how many loaded."""
+        from .store import Store, StoreError, import_spool
+
+        if not self.spool_dir.is_dir() or not any(self.spool_dir.glob("verdict-*.json")):
+            return 0
+        try:
+            with Store.open(self.path, self.settings) as store:
+                return len(import_spool(store, self.spool_dir).imported)
+        except StoreError as exc:
+            log.warning("spooled verdicts stay spooled: %s", exc)
+            return 0

@@ -1,0 +1,66 @@
+"""The ``slurm-attrib`` command line: option parsing and output only; every command is a call into the
+library. One module per command group registers its commands; :func:`main` is the one place that
+maps exceptions to messages and exit codes.
+
+Every command that judges evidence builds its engine from the configuration (``--config``, else
+``$SLURM_ATTRIB_CONFIG``, else /etc/slurm-attrib/slurm-attrib.yaml) exactly as the finalizer does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Callable, Optional
+
+from .. import __version__
+from ..errors import AttribError
+from . import diagnose, evaluate, node, rules, slurm, store
+from .common import EXIT_USAGE
+
+GROUPS = (diagnose, rules, evaluate, store, slurm, node)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="slurm-attrib", description="Deterministic failure attribution "
+                                     "for GPU training jobs on Slurm.")
+    parser.add_argument("--version", action="version", version=f"slurm-attrib {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        group.register(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Optional[Callable[[argparse.Namespace], int]] = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code = func(args)
+        sys.stdout.flush()  # a reader that went away is found here, not at interpreter exit
+        return code
+    except BrokenPipeError:  # before OSError, of which it is one: `| head` is not an error
+        _silence_stdout()
+        return 0
+    except AttribError as exc:
+        if args.debug:
+            raise
+        sys.stderr.write(f"slurm-attrib: error: {exc}\n")
+        return exc.exit_code
+    except (OSError, ValueError) as exc:
+        if args.debug:
+            raise
+        sys.stderr.write(f"slurm-attrib: error: {exc}\n")
+        return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the flush at exit does not raise a second BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -1,0 +1,69 @@
+"""What every command shares: the configuration, the engine it describes, the clock, and printing a
+diagnosis. Commands read the clock only through :func:`now_of` (``--now`` where a command offers it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from .. import canonical
+from ..config import DEFAULT_PATH, ENV_PATH, Config, load_config
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..model import Diagnosis
+
+EXIT_USAGE = 2
+EXIT_RULES_FAILED = 1
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help=f"configuration file (default ${ENV_PATH}, else {DEFAULT_PATH})")
+
+
+def add_rule_options(parser: argparse.ArgumentParser) -> None:
+    """The options that pick the engine: the configuration and where the site rules come from."""
+    add_config_option(parser)
+    parser.add_argument("--rules-dir", help="site rules directory (default $SLURM_ATTRIB_RULES_D, else the "
+                                            "configuration's rules_dir, /etc/slurm-attrib/rules.d)")
+    parser.add_argument("--no-site-rules", action="store_true", help="use the bundled rules only")
+
+
+def config_of(args: argparse.Namespace) -> Config:
+    return load_config(getattr(args, "config", None))
+
+
+def engine_of(args: argparse.Namespace, config: Optional[Config] = None) -> Engine:
+    """The engine the configuration describes (:meth:`Engine.from_config`), as the finalizer builds it."""
+    from ..engine import Engine
+
+    return Engine.from_config(config or config_of(args), rules_dir=args.rules_dir,
+                              include_site=not args.no_site_rules)
+
+
+def now_of(args: argparse.Namespace) -> datetime:
+    """``--now`` (ISO time) or the current time."""
+    if getattr(args, "now", None):
+        from ..store.timespec import parse_when
+
+        return parse_when(args.now, datetime(1970, 1, 1, tzinfo=timezone.utc))
+    return datetime.now(timezone.utc)
+
+
+def write_diagnosis(diag: Diagnosis, fmt: str, trailer: str = "") -> None:
+    """A diagnosis as canonical JSON or as text (with ``trailer`` after the text)."""
+    if fmt == "json":
+        sys.stdout.write(canonical.dumps(diag.to_dict()))
+        return
+    from ..render import render_text
+
+    sys.stdout.write(render_text(diag) + trailer)
+
+
+def command(sub: Any, name: str, func: Handler, text: str, description: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=text, description=description)
+    parser.set_defaults(func=func)
+    return parser

@@ -1,0 +1,80 @@
+"""``rules list|lint|test``: the rule set the configuration loads, its checks and its fixtures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import canonical
+from ..errors import AttribError
+from .common import EXIT_RULES_FAILED, add_rule_options, engine_of
+
+
+def cmd_rules_list(args: argparse.Namespace) -> int:
+    engine = engine_of(args)
+    rows = [(r.phase + (f"/{r.stage}" if r.stage else ""), r.id, f"v{r.version}", r.origin, r.title)
+            for r in engine.ruleset.rules]
+    if args.format == "json":
+        sys.stdout.write(canonical.dumps([{"phase": p, "id": i, "version": v, "origin": o, "title": t}
+                                          for p, i, v, o, t in rows]))
+        return 0
+    width = max(len(r[1]) for r in rows) if rows else 10
+    for phase, rid, version, origin, title in rows:
+        sys.stdout.write(f"{phase:<18} {rid:<{width}} {version:<4} {origin:<8} {title}\n")
+    sys.stdout.write(f"{len(rows)} rules, ruleset hash {engine.ruleset.digest}\n")
+    return 0
+
+
+def _fixtures_dir(args: argparse.Namespace) -> Optional[Path]:
+    if args.fixtures:
+        return Path(args.fixtures)
+    default = Path("tests/rules")
+    return default if default.is_dir() else None
+
+
+def cmd_rules_lint(args: argparse.Namespace) -> int:
+    from ..rulelint import lint
+
+    engine = engine_of(args)
+    issues = lint(engine.ruleset, _fixtures_dir(args))
+    for issue in issues:
+        sys.stdout.write(f"{issue}\n")
+    errors = sum(1 for i in issues if i.severity == "error")
+    sys.stdout.write(f"{len(engine.ruleset.rules)} rules, {errors} error(s), {len(issues) - errors} warning(s)\n")
+    return EXIT_RULES_FAILED if errors else 0
+
+
+def cmd_rules_test(args: argparse.Namespace) -> int:
+    from ..ruletest import run_all
+
+    root = _fixtures_dir(args)
+    if root is None:
+        raise AttribError("no fixtures directory: pass --fixtures DIR (default ./tests/rules)")
+    results = run_all(engine_of(args), root, args.rule)
+    failed = [r for r in results if not r.passed]
+    for res in results:
+        if args.verbose or not res.passed:
+            sys.stdout.write(f"{'ok  ' if res.passed else 'FAIL'} {res.rule_id} {res.kind} {res.path}"
+                             f"{': ' + res.detail if res.detail else ''}\n")
+    sys.stdout.write(f"{len(results) - len(failed)} passed, {len(failed)} failed\n")
+    return EXIT_RULES_FAILED if failed else 0
+
+
+def register(sub: Any) -> None:
+    rules = sub.add_parser("rules", help="list, lint and test rules", description="Work with the rule set.")
+    rsub = rules.add_subparsers(dest="rules_command", metavar="SUBCOMMAND")
+    for name, func, text in (("list", cmd_rules_list, "list the loaded rules in execution order"),
+                             ("lint", cmd_rules_lint, "check every rule (metadata, regexes, fixtures)"),
+                             ("test", cmd_rules_test, "run every rule's positive and negative fixtures")):
+        p = rsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        add_rule_options(p)
+        if name == "list":
+            p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+        else:
+            p.add_argument("--fixtures", help="fixtures directory (default ./tests/rules)")
+        if name == "test":
+            p.add_argument("--rule", help="test only this rule id")
+            p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures too")
+        p.set_defaults(func=func)
