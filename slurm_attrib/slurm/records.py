@@ -11,12 +11,6 @@ from ..model import iso
 NO_ARRAY_TASK = "4294967294"  # jobcomp ARRAYTASKID of a job that is not an array task (NO_VAL - 1)
 
 
-def base_state(state: str) -> str:
-    """'CANCELLED by 0' → 'CANCELLED'; 'FAILED+COMPLETING' stays as the first word upper-cased."""
-    text = (state or "").strip().upper()
-    return text.split()[0].split("+")[0] if text else ""
-
-
 @dataclass(frozen=True)
 class AcctRecord:
     """One row of ``sacct --parsable2``: the job allocation or one of its steps."""
