@@ -133,7 +133,7 @@ def parse_scontrol_job(text: str, tz: Optional[tzinfo] = None) -> list[Controlle
             job_id=f.get("JobId", ""), state=normalise(f.get("JobState", "")), reason=f.get("Reason", ""),
             exit_code=f.get("ExitCode", ""), derived_exit_code=f.get("DerivedExitCode", ""), user=user,
             uid=uid, partition=f.get("Partition", ""), node_list=node_list,
-            nodes=tuple(hostlist.expand(node_list)), restarts=_int(f.get("Restarts", "")) or 0,
+            nodes=tuple(hostlist.expand(node_list)), restart_count=_int(f.get("Restarts", "")) or 0,
             start=parse_time(f.get("StartTime", ""), tz), end=parse_time(f.get("EndTime", ""), tz),
             std_out=f.get("StdOut", ""), std_err=f.get("StdErr", ""), work_dir=f.get("WorkDir", ""),
             job_name=f.get("JobName", ""), array_job_id=f.get("ArrayJobId", ""),

@@ -88,7 +88,7 @@ class PyslurmSlurm:
             exit_code=_exit(job.exit_code, job.exit_code_signal),
             derived_exit_code=_exit(job.derived_exit_code, job.derived_exit_code_signal),
             user=str(job.user_name or ""), uid=job.user_id, partition=str(job.partition or ""),
-            node_list=node_list, nodes=tuple(hostlist.expand(node_list)), restarts=int(job.requeue_count or 0),
+            node_list=node_list, nodes=tuple(hostlist.expand(node_list)), restart_count=int(job.requeue_count or 0),
             start=_time(job.start_time), end=_time(job.end_time), std_out=str(job.standard_output or ""),
             std_err=str(job.standard_error or ""), work_dir=str(job.working_directory or ""),
             job_name=str(job.name or ""), array_job_id=str(job.array_id or ""),

@@ -81,7 +81,7 @@ class ControllerJob:
     partition: str = ""
     node_list: str = ""
     nodes: tuple[str, ...] = ()
-    restarts: int = 0
+    restart_count: int = 0  # scontrol Restarts=, job.yaml restart_count
     start: Optional[datetime] = None
     end: Optional[datetime] = None
     std_out: str = ""
@@ -98,7 +98,7 @@ class ControllerJob:
             "job_id": self.job_id, "state": self.state, "reason": self.reason, "exit_code": self.exit_code,
             "derived_exit_code": self.derived_exit_code, "user": self.user, "uid": self.uid,
             "partition": self.partition, "node_list": self.node_list, "nodes": list(self.nodes),
-            "restarts": self.restarts, "start": iso(self.start), "end": iso(self.end),
+            "restarts": self.restart_count, "start": iso(self.start), "end": iso(self.end),
             "std_out": self.std_out, "std_err": self.std_err, "work_dir": self.work_dir,
             "job_name": self.job_name, "array_job_id": self.array_job_id,
             "array_task_id": self.array_task_id, "admin_comment": self.admin_comment,
