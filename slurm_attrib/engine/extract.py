@@ -76,7 +76,8 @@ class AnchorIndex:
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
         anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
-        self._pattern = re.compile("|".join(re.escape(a.rstrip("\n")) for a in anchors))
+        # a lookahead finds an anchor at every position, also one that starts inside another's match
+        self._pattern = re.compile("(?=(" + "|".join(re.escape(a.rstrip("\n")) for a in anchors) + "))")
         owners: dict[str, set[int]] = defaultdict(set)
         for index, rule in enumerate(rules):
             for anchor in rule.match.anchors if rule.match else ():
@@ -87,7 +88,7 @@ class AnchorIndex:
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()
         for match in self._pattern.finditer(text):
-            found.update(self._owners[match.group(0)])
+            found.update(self._owners[match.group(1)])
         return [self.rules[i] for i in sorted(found)]
 
 
