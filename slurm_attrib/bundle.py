@@ -19,6 +19,7 @@ import yaml
 from .errors import BundleError
 from .model import SOURCE_APP, SOURCE_DIAG, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
 from .safeio import read_regular
+from .slurm import states
 from .timestamps import iso_offset, parse_iso
 
 JOB_FILE = "job.yaml"
@@ -119,7 +120,7 @@ def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
         nodes=tuple(nodes),
         start=_time(raw.get("start"), "start", problems),
         end=_time(raw.get("end"), "end", problems),
-        state=_state(raw.get("state")),
+        state=states.normalise(_text(raw.get("state"))),
         exit_code=_text(raw.get("exit_code")) or "0:0",
         derived_exit_code=_text(raw.get("derived_exit_code")) or "0:0",
         ranks=_ranks(raw.get("ranks"), problems),
@@ -160,12 +161,6 @@ def _int(value: Any, default: int) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
-
-
-def _state(value: Any) -> str:
-    """'CANCELLED by 0' (sacct) → 'CANCELLED'; upper case."""
-    text = _text(value).upper()
-    return text.split()[0] if text else ""
 
 
 def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
@@ -217,7 +212,7 @@ def _steps(value: Any, problems: list[str]) -> tuple[Step, ...]:
     steps = []
     for item in value:
         if isinstance(item, dict):
-            steps.append(Step(id=_text(item.get("id")), state=_state(item.get("state")),
+            steps.append(Step(id=_text(item.get("id")), state=states.normalise(_text(item.get("state"))),
                               exit_code=_text(item.get("exit_code")) or "0:0",
                               nodes=tuple(_str_list(item.get("nodes"), "steps.nodes", problems))))
     return tuple(steps)

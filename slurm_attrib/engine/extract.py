@@ -11,6 +11,8 @@ from ..bundle import BundleFile
 from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, JobFacts, Symptom
 from ..ruleset import Rule
 from ..scan import Line, Prefilter, ScanStats, open_evidence, scan_stream
+from ..slurm.parse import parsable_rows
+from ..slurm.states import FAILED_STATES, normalise
 from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_iso, parse_line_time, zone_from_name
 from . import prefilter as prefilters
 from .context import EngineContext
@@ -74,7 +76,8 @@ class AnchorIndex:
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
         anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
-        self._pattern = re.compile("|".join(re.escape(a.rstrip("\n")) for a in anchors))
+        # a lookahead finds an anchor at every position, also one that starts inside another's match
+        self._pattern = re.compile("(?=(" + "|".join(re.escape(a.rstrip("\n")) for a in anchors) + "))")
         owners: dict[str, set[int]] = defaultdict(set)
         for index, rule in enumerate(rules):
             for anchor in rule.match.anchors if rule.match else ():
@@ -85,7 +88,7 @@ class AnchorIndex:
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()
         for match in self._pattern.finditer(text):
-            found.update(self._owners[match.group(0)])
+            found.update(self._owners[match.group(1)])
         return [self.rules[i] for i in sorted(found)]
 
 
@@ -389,9 +392,6 @@ def _job_yaml_line(ctx: EngineContext, key: str) -> int:
     return 0
 
 
-SACCT_FAILED_STATES = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT", "CANCELLED", "PREEMPTED", "BOOT_FAIL")
-
-
 @register_rule("scheduler.sacct_steps")
 def sacct_steps(ctx: EngineContext, rule_: Rule) -> int:
     """Failed steps from ``sacct --parsable2`` output in the bundle (``sacct/*.txt``, header line
@@ -416,21 +416,14 @@ def sacct_steps(ctx: EngineContext, rule_: Rule) -> int:
 
 
 def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) -> int:
-    header: list[str] = []
     found = 0
-    for number, text in enumerate(lines, start=1):
-        if not text or text.startswith(("#", "$")):
+    for parsed in parsable_rows(lines):
+        row = parsed.cells
+        step, state = row.get("jobid", ""), normalise(row.get("state", ""))
+        if "." not in step or state not in FAILED_STATES:
             continue
-        cells = text.split("|")
-        if not header:
-            header = [c.strip().lower() for c in cells]
-            continue
-        row = dict(zip(header, cells))
-        step, state = row.get("jobid", ""), row.get("state", "").split(" ")[0]
-        if "." not in step or state not in SACCT_FAILED_STATES:
-            continue
-        evidence = EvidenceRef(source="scheduler", node=None, file=rel, line=number, offset=0, time=None,
-                               raw=text[:RAW_LINE_CAP])
+        evidence = EvidenceRef(source="scheduler", node=None, file=rel, line=parsed.number, offset=0, time=None,
+                               raw=parsed.line[:RAW_LINE_CAP])
         fields = {"step": step, "state": state, "exit_code": row.get("exitcode", ""),
                   "nodelist": row.get("nodelist", "")}
         ctx.symptoms.append(Symptom(kind="step_state", rule_id=rule_.id, node=None, time=None, evidence=[evidence],

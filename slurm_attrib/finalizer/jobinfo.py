@@ -11,19 +11,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Optional
 
-from ..slurm.records import NO_ARRAY_TASK, AcctRecord, ControllerJob, base_state
+from ..slurm.records import NO_ARRAY_TASK, AcctRecord, ControllerJob
+from ..slurm.states import REQUEUED_STATES, TERMINAL_STATES, normalise
 from .queue import PendingJob
-
-FINAL_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-                "BOOT_FAIL", "DEADLINE")
-REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD")
 
 
 def settled(state: str) -> bool:
     """Whether ``state`` says how the job ended (or that it was requeued). ``COMPLETING`` (a flag that
     scontrol shows instead of the base state until every node's Epilog is done), ``RUNNING``,
     ``CONFIGURING``, ``SUSPENDED``, ... do not: the finalizer must wait for another source."""
-    return state in FINAL_STATES or state in REQUEUED_STATES
+    return state in TERMINAL_STATES or state in REQUEUED_STATES
 
 
 @dataclass(frozen=True)
@@ -81,7 +78,7 @@ def from_hooks(job: PendingJob) -> JobInfo:
     array_id = ctld.get("SLURM_ARRAY_JOB_ID") or (comp.get("ARRAYJOBID", "") if comp.get("ARRAYJOBID") != "0" else "")
     task = ctld.get("SLURM_ARRAY_TASK_ID") or (comp.get("ARRAYTASKID", "")
                                                if comp.get("ARRAYTASKID") != NO_ARRAY_TASK else "")
-    comp_state = base_state(comp.get("JOBSTATE", ""))
+    comp_state = normalise(comp.get("JOBSTATE", ""))
     comp_state = comp_state if settled(comp_state) else ""
     return JobInfo(
         job_id=job.job_id, cluster=job.cluster, restart_count=job.restart_count or 0,

@@ -124,7 +124,7 @@ class Finalizer:
 
     def _resolve_restart(self, job: queue.PendingJob) -> queue.PendingJob:
         ctl = self.slurm.show_job(job.job_id)
-        job.restart_count = ctl.restarts if ctl else 0
+        job.restart_count = ctl.restart_count if ctl else 0
         return job
 
     def _job_info(self, job: queue.PendingJob) -> jobinfo.JobInfo:

@@ -1,57 +1,41 @@
 """The Slurm access layer: typed records from ``sacct``/``scontrol``/``sacctmgr`` (the default
-backend on every version) or from pyslurm when it imports and matches the installed Slurm."""
+backend on every version) or from pyslurm when it imports and matches the installed Slurm.
+
+The package's names are loaded on first use: the engine and the node collector import the light
+modules (:mod:`.states`, :mod:`.parse`) and must not pay for the backends (subprocess, logging).
+"""
 
 from __future__ import annotations
 
 import importlib
-import logging
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
-from .base import FAILED_STATES, SlurmAccess
-from .captured import CapturedSacct
-from .cli_backend import CliSlurm
-from .errors import SlurmCommandError, SlurmError, SlurmParseError, SlurmTimeout
-from .pyslurm_backend import PyslurmSlurm, version_matches
-from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
-from .runner import CommandResult, CommandRunner, run_command
+if TYPE_CHECKING:
+    from .access import open_slurm, slurm_version
+    from .base import SlurmAccess
+    from .captured import CapturedSacct
+    from .cli_backend import CliSlurm
+    from .errors import SlurmCommandError, SlurmError, SlurmParseError, SlurmTimeout
+    from .pyslurm_backend import PyslurmSlurm
+    from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
+    from .runner import CommandResult, CommandRunner, run_command
+    from .states import FAILED_STATES
 
+_HOMES = {
+    "FAILED_STATES": "states", "AcctRecord": "records", "CapturedSacct": "captured", "CliSlurm": "cli_backend",
+    "CommandResult": "runner", "CommandRunner": "runner", "ControllerJob": "records", "NodeEvent": "records",
+    "NodeInfo": "records", "PyslurmSlurm": "pyslurm_backend", "SlurmAccess": "base", "SlurmCommandError": "errors",
+    "SlurmError": "errors", "SlurmParseError": "errors", "SlurmTimeout": "errors", "open_slurm": "access",
+    "run_command": "runner", "slurm_version": "access",
+}
 __all__ = ["FAILED_STATES", "AcctRecord", "CapturedSacct", "CliSlurm", "CommandResult", "CommandRunner",
            "ControllerJob", "NodeEvent", "NodeInfo", "PyslurmSlurm", "SlurmAccess", "SlurmCommandError", "SlurmError",
            "SlurmParseError", "SlurmTimeout", "open_slurm", "run_command", "slurm_version"]
 
-log = logging.getLogger(__name__)
 
-
-def slurm_version(runner: CommandRunner = run_command) -> str:
-    """'slurm 22.05.8' from ``sinfo --version``; '' when it cannot be run."""
-    try:
-        result = runner(["sinfo", "--version"], 10.0)
-    except SlurmError:
-        return ""
-    return result.stdout.strip() if result.returncode == 0 else ""
-
-
-def open_slurm(backend: str = "auto", timeout_s: float = 20.0, runner: CommandRunner = run_command,
-               importer: Callable[[str], Any] = importlib.import_module, cluster: str = "") -> SlurmAccess:
-    """The backend to use: ``cli``, ``pyslurm`` (an error when unusable) or ``auto`` (pyslurm when it
-    imports and matches the installed Slurm, else the CLI). ``cluster`` restricts the CLI's sacct
-    queries to one cluster (``--clusters``)."""
-    cli = CliSlurm(runner=runner, timeout_s=timeout_s, cluster=cluster)
-    if backend == "cli":
-        return cli
-    module: Optional[Any] = None
-    why = ""
-    try:
-        module = importer("pyslurm")
-    except ImportError as exc:
-        why = f"pyslurm does not import ({exc})"
-    if module is not None:
-        installed = slurm_version(runner)
-        ours = str(getattr(module, "__version__", ""))
-        if version_matches(ours, installed):
-            return PyslurmSlurm(module, cli)
-        why = f"pyslurm {ours or '?'} does not match {installed or 'the installed Slurm (unknown)'}"
-    if backend == "pyslurm":
-        raise SlurmError(f"pyslurm backend requested but {why}")
-    log.debug("using the CLI backend: %s", why)
-    return cli
+def __getattr__(name: str) -> Any:
+    """Import the module that defines ``name`` when it is first asked for (PEP 562)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{home}", __name__), name)

@@ -7,9 +7,7 @@ from datetime import datetime
 from typing import Optional, Protocol
 
 from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
-
-HISTORY_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY")
-FAILED_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED")  # the backfill's
+from .states import HISTORY_STATES
 
 
 class SlurmAccess(Protocol):

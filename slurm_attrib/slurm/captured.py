@@ -10,11 +10,11 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Optional, Union
 
-from .base import FAILED_STATES
 from .cli_backend import FAILED_JOB_FIELDS
 from .errors import SlurmError
 from .parse import parse_sacct_capture
 from .records import AcctRecord
+from .states import FAILED_STATES
 
 
 class CapturedSacct:

@@ -10,11 +10,11 @@ from datetime import datetime, tzinfo
 from typing import Optional
 
 from . import hostlist
-from .base import FAILED_STATES, HISTORY_STATES
 from .errors import SlurmCommandError
 from .parse import parse_events, parse_partition_nodes, parse_sacct, parse_scontrol_job, parse_scontrol_node
 from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
 from .runner import CommandResult, CommandRunner, run_command
+from .states import FAILED_STATES, HISTORY_STATES
 
 SACCT_FIELDS = ["jobid", "jobidraw", "state", "exitcode", "derivedexitcode", "nodelist", "user", "uid",
                 "partition", "cluster", "jobname", "start", "end", "workdir", "admincomment"]

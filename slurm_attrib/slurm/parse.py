@@ -7,12 +7,14 @@ Times without a zone (sacct, scontrol and sacctmgr print the controller's local 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone, tzinfo
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from . import hostlist
 from .errors import SlurmParseError
-from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo, base_state
+from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
+from .states import normalise
 
 _UNSET = ("", "Unknown", "None", "N/A", "(null)")
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/.-]*)=")
@@ -38,21 +40,41 @@ def _int(text: str) -> Optional[int]:
         return None
 
 
-def parse_parsable(text: str, fields: Optional[list[str]] = None) -> list[dict[str, str]]:
-    """Rows of ``--parsable2`` output. Without ``fields`` the first non-comment line is the header.
-    Extra cells (a ``|`` inside the last field) are joined back into the last column."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("#", "$ "))]
-    if fields is None:
-        if not lines:
-            return []
-        fields, lines = [f.strip().lower() for f in lines[0].split("|")], lines[1:]
-    rows = []
-    for line in lines:
+class ParsableRow(NamedTuple):
+    """One data line of ``--parsable2`` output: where it is, what it says, and its cells by column."""
+
+    number: int  # 1-based line number in the text
+    line: str
+    cells: dict[str, str]  # lower-case column name → cell
+    missing: int  # columns the line does not reach (a cut line)
+
+
+def parsable_rows(lines: Iterable[str], fields: Optional[list[str]] = None) -> Iterator[ParsableRow]:
+    """The data rows of ``--parsable2`` output; blank lines, ``#`` comments and ``$ `` command lines
+    (in captures) are skipped. Without ``fields`` the first other line is the header. Extra cells (a
+    ``|`` inside the last field) are joined back into the last column; a short line keeps the columns
+    it reaches and says how many it misses, so each reader decides whether that is an error."""
+    columns = [f.lower() for f in fields] if fields is not None else None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith(("#", "$ ")):
+            continue
         cells = line.split("|")
-        if len(cells) < len(fields):
-            raise SlurmParseError(f"expected {len(fields)} fields, got {len(cells)}: {line[:200]!r}")
-        cells = [*cells[: len(fields) - 1], "|".join(cells[len(fields) - 1:])]
-        rows.append(dict(zip([f.lower() for f in fields], cells)))
+        if columns is None:
+            columns = [c.strip().lower() for c in cells]
+            continue
+        if len(cells) > len(columns):
+            cells = [*cells[: len(columns) - 1], "|".join(cells[len(columns) - 1:])]
+        yield ParsableRow(number, line, dict(zip(columns, cells)), max(len(columns) - len(cells), 0))
+
+
+def parse_parsable(text: str, fields: Optional[list[str]] = None) -> list[dict[str, str]]:
+    """Rows of ``--parsable2`` output (see :func:`parsable_rows`); a short line is an error."""
+    rows = []
+    for row in parsable_rows(text.splitlines(), fields):
+        if row.missing:
+            raise SlurmParseError(f"expected {len(row.cells) + row.missing} fields, got {len(row.cells)}: "
+                                  f"{row.line[:200]!r}")
+        rows.append(row.cells)
     return rows
 
 
@@ -61,7 +83,7 @@ def acct_record(row: dict[str, str], tz: Optional[tzinfo] = None) -> AcctRecord:
     node_list = row.get("nodelist", "")
     return AcctRecord(
         job_id=row.get("jobid", ""), job_id_raw=row.get("jobidraw", "") or row.get("jobid", ""),
-        state=base_state(row.get("state", "")), state_text=row.get("state", ""),
+        state=normalise(row.get("state", "")), state_text=row.get("state", ""),
         exit_code=row.get("exitcode", ""), derived_exit_code=row.get("derivedexitcode", ""),
         node_list=node_list, nodes=tuple(hostlist.expand(node_list)), user=row.get("user", ""),
         uid=_int(row.get("uid", "")), partition=row.get("partition", ""), cluster=row.get("cluster", ""),
@@ -108,10 +130,10 @@ def parse_scontrol_job(text: str, tz: Optional[tzinfo] = None) -> list[Controlle
         user, uid = _name_id(f.get("UserId", ""))
         node_list = f.get("NodeList", "")
         jobs.append(ControllerJob(
-            job_id=f.get("JobId", ""), state=base_state(f.get("JobState", "")), reason=f.get("Reason", ""),
+            job_id=f.get("JobId", ""), state=normalise(f.get("JobState", "")), reason=f.get("Reason", ""),
             exit_code=f.get("ExitCode", ""), derived_exit_code=f.get("DerivedExitCode", ""), user=user,
             uid=uid, partition=f.get("Partition", ""), node_list=node_list,
-            nodes=tuple(hostlist.expand(node_list)), restarts=_int(f.get("Restarts", "")) or 0,
+            nodes=tuple(hostlist.expand(node_list)), restart_count=_int(f.get("Restarts", "")) or 0,
             start=parse_time(f.get("StartTime", ""), tz), end=parse_time(f.get("EndTime", ""), tz),
             std_out=f.get("StdOut", ""), std_err=f.get("StdErr", ""), work_dir=f.get("WorkDir", ""),
             job_name=f.get("JobName", ""), array_job_id=f.get("ArrayJobId", ""),

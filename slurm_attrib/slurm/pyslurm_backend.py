@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from . import hostlist
-from .base import HISTORY_STATES
 from .cli_backend import CliSlurm
 from .errors import SlurmCommandError
-from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo, base_state
+from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
+from .states import HISTORY_STATES, normalise
 
 
 def version_matches(pyslurm_version: str, slurm_version: str) -> bool:
@@ -58,7 +58,7 @@ class PyslurmSlurm:
             out.append(self._acct(job))
             for step_id, step in sorted((getattr(job, "steps", None) or {}).items(), key=lambda kv: str(kv[0])):
                 out.append(AcctRecord(job_id=f"{job.id}.{step_id}", job_id_raw=f"{job.id}.{step_id}",
-                                      state=base_state(str(step.state)), state_text=str(step.state),
+                                      state=normalise(str(step.state)), state_text=str(step.state),
                                       exit_code=_exit(step.exit_code, getattr(step, "exit_code_signal", 0)),
                                       node_list=str(step.nodelist or ""),
                                       nodes=tuple(hostlist.expand(str(step.nodelist or "")))))
@@ -69,7 +69,7 @@ class PyslurmSlurm:
         shown = f"{array_id}_{task}" if array_id and task is not None else str(job.id)
         node_list = str(job.nodelist or "")
         return AcctRecord(
-            job_id=shown, job_id_raw=str(job.id), state=base_state(str(job.state)), state_text=str(job.state),
+            job_id=shown, job_id_raw=str(job.id), state=normalise(str(job.state)), state_text=str(job.state),
             exit_code=_exit(job.exit_code, job.exit_code_signal),
             derived_exit_code=_exit(job.derived_exit_code, job.derived_exit_code_signal),
             node_list=node_list, nodes=tuple(hostlist.expand(node_list)), user=str(job.user_name or ""),
@@ -84,11 +84,11 @@ class PyslurmSlurm:
             return None
         node_list = str(job.allocated_nodes or "")
         return ControllerJob(
-            job_id=str(job.id), state=base_state(str(job.state)), reason=str(job.state_reason or ""),
+            job_id=str(job.id), state=normalise(str(job.state)), reason=str(job.state_reason or ""),
             exit_code=_exit(job.exit_code, job.exit_code_signal),
             derived_exit_code=_exit(job.derived_exit_code, job.derived_exit_code_signal),
             user=str(job.user_name or ""), uid=job.user_id, partition=str(job.partition or ""),
-            node_list=node_list, nodes=tuple(hostlist.expand(node_list)), restarts=int(job.requeue_count or 0),
+            node_list=node_list, nodes=tuple(hostlist.expand(node_list)), restart_count=int(job.requeue_count or 0),
             start=_time(job.start_time), end=_time(job.end_time), std_out=str(job.standard_output or ""),
             std_err=str(job.standard_error or ""), work_dir=str(job.working_directory or ""),
             job_name=str(job.name or ""), array_job_id=str(job.array_id or ""),

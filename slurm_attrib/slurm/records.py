@@ -11,12 +11,6 @@ from ..model import iso
 NO_ARRAY_TASK = "4294967294"  # jobcomp ARRAYTASKID of a job that is not an array task (NO_VAL - 1)
 
 
-def base_state(state: str) -> str:
-    """'CANCELLED by 0' → 'CANCELLED'; 'FAILED+COMPLETING' stays as the first word upper-cased."""
-    text = (state or "").strip().upper()
-    return text.split()[0].split("+")[0] if text else ""
-
-
 @dataclass(frozen=True)
 class AcctRecord:
     """One row of ``sacct --parsable2``: the job allocation or one of its steps."""
@@ -87,7 +81,7 @@ class ControllerJob:
     partition: str = ""
     node_list: str = ""
     nodes: tuple[str, ...] = ()
-    restarts: int = 0
+    restart_count: int = 0  # scontrol Restarts=, job.yaml restart_count
     start: Optional[datetime] = None
     end: Optional[datetime] = None
     std_out: str = ""
@@ -104,7 +98,7 @@ class ControllerJob:
             "job_id": self.job_id, "state": self.state, "reason": self.reason, "exit_code": self.exit_code,
             "derived_exit_code": self.derived_exit_code, "user": self.user, "uid": self.uid,
             "partition": self.partition, "node_list": self.node_list, "nodes": list(self.nodes),
-            "restarts": self.restarts, "start": iso(self.start), "end": iso(self.end),
+            "restarts": self.restart_count, "start": iso(self.start), "end": iso(self.end),
             "std_out": self.std_out, "std_err": self.std_err, "work_dir": self.work_dir,
             "job_name": self.job_name, "array_job_id": self.array_job_id,
             "array_task_id": self.array_task_id, "admin_comment": self.admin_comment,

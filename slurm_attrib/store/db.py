@@ -293,7 +293,7 @@ def _record(conn: sqlite3.Connection, row: dict[str, Any], culprits: list[dict[s
             bundle: Optional[packing.PackedBundle], key: JobKey) -> RecordResult:
     found = conn.execute("SELECT id, verdict_id FROM diagnoses WHERE cluster = ? AND job_id = ? AND array_task = ? "
                          "AND restart_count = ?",
-                         [key.cluster, key.job_id, key.array_task, key.restart_count]).fetchone()
+                         [key.cluster, key.job_id, key.array_task_id, key.restart_count]).fetchone()
     if found is not None and found[1] == row["verdict_id"]:
         if bundle is not None and conn.execute("SELECT 1 FROM bundles WHERE diagnosis_id = ?", [found[0]]).fetchone() \
                 is None:

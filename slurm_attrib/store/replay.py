@@ -27,7 +27,7 @@ class ReplayResult:
 
     cluster: str
     job_id: str
-    array_task: str
+    array_task_id: str
     restart_count: int
     outcome: str
     old: dict[str, Any]
@@ -36,7 +36,7 @@ class ReplayResult:
     applied: bool = False
 
     def to_row(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "job_id": self.job_id, "array_task": self.array_task,
+        return {"cluster": self.cluster, "job_id": self.job_id, "array_task": self.array_task_id,
                 "restart_count": self.restart_count, "outcome": self.outcome, "applied": self.applied,
                 "capped": self.capped, **{f"old_{k}": self.old.get(k) for k in VERDICT_FIELDS},
                 **{f"new_{k}": self.new.get(k) for k in VERDICT_FIELDS}}
@@ -70,7 +70,7 @@ def replay(store: Store, engine: Engine, rows: list[dict[str, Any]], verdict_tim
 def _replay_one(store: Store, engine: Engine, row: dict[str, Any], verdict_time: datetime, apply: bool,
                 history_days: float) -> ReplayResult:
     old = _verdict_fields(json.loads(row["json"]))
-    base = {"cluster": row["cluster"], "job_id": row["job_id"], "array_task": row["array_task"],
+    base = {"cluster": row["cluster"], "job_id": row["job_id"], "array_task_id": row["array_task"],
             "restart_count": row["restart_count"], "old": old}
     stored = store.bundle(row["id"])
     if stored is None:
@@ -90,7 +90,7 @@ def _replay_one(store: Store, engine: Engine, row: dict[str, Any], verdict_time:
 def _history_settings(store: Store, engine: Engine, row: dict[str, Any], days: float) -> EngineSettings:
     anchor = parse_iso(row["job_time"])
     nodes = json.loads(row["json"]).get("job", {}).get("nodes") or []
-    key = JobKey(row["cluster"], row["job_id"], row["array_task"], row["restart_count"])
+    key = JobKey.of_row(row)
     return settings_with_history(engine.settings, store, nodes, anchor, days, key) if anchor else engine.settings
 
 

@@ -7,33 +7,59 @@ bundle's job.yaml states ``gpus_per_node`` (never guessed; NULL otherwise).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from .. import canonical
 from ..timestamps import parse_iso
 from .timespec import iso_utc
 
 
+class KeyedJob(Protocol):
+    """A job record that names its key fields as job.yaml does (JobFacts, the finalizer's JobInfo)."""
+
+    @property
+    def cluster(self) -> str: ...
+
+    @property
+    def job_id(self) -> str: ...
+
+    @property
+    def array_task_id(self) -> str: ...
+
+    @property
+    def restart_count(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class JobKey:
-    """What identifies one verdict: (cluster, job id, array task, restart count)."""
+    """What identifies one verdict: (cluster, job id, array task id, restart count), named as in job.yaml.
+    The constructors below read it from each place a job is described, so no caller picks fields by hand."""
 
     cluster: str
     job_id: str
-    array_task: str
-    restart_count: int
+    array_task_id: str = ""
+    restart_count: int = 0
 
     @classmethod
-    def of(cls, diag: dict[str, Any]) -> JobKey:
+    def of(cls, diag: Mapping[str, Any]) -> JobKey:
+        """The key of a Diagnosis (its canonical dict): its ``job`` section uses job.yaml's names."""
         job = diag.get("job") or {}
         return cls(cluster=str(job.get("cluster") or ""), job_id=str(job.get("job_id") or "unknown"),
-                   array_task=str(job.get("array_task_id") or ""), restart_count=int(job.get("restart_count") or 0))
+                   array_task_id=str(job.get("array_task_id") or ""),
+                   restart_count=int(job.get("restart_count") or 0))
 
-    def label(self) -> str:
-        return f"{self.cluster}/{self.job_id}" + (f"_{self.array_task}" if self.array_task else "") + \
-            (f" (restart {self.restart_count})" if self.restart_count else "")
+    @classmethod
+    def of_job(cls, job: KeyedJob) -> JobKey:
+        """The key of a loaded job.yaml (``Bundle.job``) or of the finalizer's ``JobInfo``."""
+        return cls(job.cluster, job.job_id, job.array_task_id, job.restart_count)
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> JobKey:
+        """The key of a stored ``diagnoses`` row (whose column is ``array_task``)."""
+        return cls(str(row["cluster"]), str(row["job_id"]), str(row["array_task"]), int(row["restart_count"]))
 
 
 def diagnosis_json(diag: dict[str, Any]) -> str:
@@ -45,7 +71,7 @@ def verdict_id(diag: dict[str, Any]) -> str:
     """Stable id: sha256 of the job key, the ruleset hash and the canonical JSON; 16 hex digits."""
     key = JobKey.of(diag)
     ruleset_hash = str((diag.get("ruleset") or {}).get("hash") or "")
-    text = f"{key.cluster}/{key.job_id}/{key.array_task}/{key.restart_count}\n{ruleset_hash}\n{diagnosis_json(diag)}"
+    text = f"{key.cluster}/{key.job_id}/{key.array_task_id}/{key.restart_count}\n{ruleset_hash}\n{diagnosis_json(diag)}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -70,7 +96,7 @@ def verdict_row(diag: dict[str, Any], verdict_time: datetime, gpus_per_node: Opt
     when = job_time(job, verdict_time)
     return {
         "cluster": key.cluster, "job_id": key.job_id, "array_job_id": str(job.get("array_job_id") or ""),
-        "array_task": key.array_task, "restart_count": key.restart_count, "user": job.get("user") or "",
+        "array_task": key.array_task_id, "restart_count": key.restart_count, "user": job.get("user") or "",
         "partition": job.get("partition") or "", "start": job.get("start"), "end": job.get("end"),
         "job_time": when, "job_day": when[:10], "state": job.get("state") or "", "status": diag.get("status"),
         "category": diag.get("category"), "responsible": diag.get("responsible"),

@@ -59,7 +59,7 @@ def spool_verdict(spool_dir: Union[str, os.PathLike[str]], diag: dict[str, Any],
     folder = Path(spool_dir)
     folder.mkdir(parents=True, exist_ok=True, mode=0o750)
     key = JobKey.of(diag)
-    name = "_".join(_safe(p) for p in (key.cluster, key.job_id, key.array_task or "-", str(key.restart_count),
+    name = "_".join(_safe(p) for p in (key.cluster, key.job_id, key.array_task_id or "-", str(key.restart_count),
                                          verdict_id(diag)))
     payload = {"kind": SPOOL_KIND, "version": 1, "verdict_time": iso_utc(verdict_time), "diagnosis": diag,
                "gpus_per_node": gpus_per_node,

@@ -1,5 +1,6 @@
 """The golden cases of the core issue: each bundle under tests/golden/<case>/ must get the verdict
-its expect.yaml states."""
+its expect.yaml states. Every case carries its own bundle: a case without one fails, it does not
+borrow another bundle."""
 
 from __future__ import annotations
 
@@ -18,11 +19,25 @@ CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "expect.yaml").exists())
 
 def _bundle(case: str) -> Path:
     path = GOLDEN / case / "bundle"
-    return path if path.is_dir() else demo_bundle()
+    assert (path / "job.yaml").is_file(), f"{case}: no bundle/job.yaml next to expect.yaml"
+    return path
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_there_are_golden_cases() -> None:
     assert len(CASES) >= 13
+
+
+def test_every_case_has_its_own_bundle() -> None:
+    assert [c for c in CASES if not (GOLDEN / c / "bundle" / "job.yaml").is_file()] == []
+
+
+def test_the_demo_is_golden_case_01() -> None:
+    """``slurm-attrib demo`` shows case 01: the shipped copy must not drift from the tested one."""
+    assert _files(demo_bundle()) == _files(GOLDEN / "01_nvlink_xid149" / "bundle")
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -72,7 +72,7 @@ def test_node_history_and_events_argv() -> None:
     since, until = datetime(2026, 12, 1, tzinfo=timezone.utc), datetime(2026, 12, 2, tzinfo=timezone.utc)
     assert cli.node_history(["node-01", "node-02"], since, until) == []
     argv = runner.calls[0][0]
-    assert "--nodelist=node-[01-02]" in argv and "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY" in argv
+    assert "--nodelist=node-[01-02]" in argv and "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,BOOT_FAIL" in argv
     events = cli.node_events(["node-03", "node-04"], since, until)
     assert [(e.node, e.state) for e in events] == [("node-03", "DOWN"), ("node-04", "DRAIN")]
 
@@ -86,7 +86,7 @@ def test_failed_jobs_argv_and_window() -> None:
     argv, timeout = runner.calls[0]
     assert argv == ("sacct", "--parsable2", "--noheader", "--allusers", "--allocations",
                     f"--format={','.join(FAILED_JOB_FIELDS)}",
-                    "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED,PREEMPTED",
+                    "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,BOOT_FAIL,CANCELLED,PREEMPTED,DEADLINE",
                     "--starttime=2026-12-02T15:41:52", "--endtime=2026-12-03T00:00:00", "--clusters=attrib")
     assert timeout == 9
     assert [(r.job_id, r.job_id_raw, r.array_ids) for r in recs] == [("2_1", "3", ("2", "1")), ("2_2", "2", ("2", "2"))]

@@ -91,3 +91,13 @@ def test_hostlist_round_trip() -> None:
 def test_hostlist_errors(bad: str) -> None:
     with pytest.raises(SlurmParseError):
         hostlist.expand(bad)
+
+
+def test_parsable_rows_number_lines_and_say_what_a_cut_line_misses() -> None:
+    text = "$ sacct -P\nJobID|State|NodeList\n# a note\n\n7.0|FAILED|n1\n7.1|CANCELLED by 0\n7.2|FAILED|n2|x\n"
+    rows = list(parse.parsable_rows(text.splitlines()))
+    assert [(r.number, r.missing) for r in rows] == [(5, 0), (6, 1), (7, 0)]
+    assert rows[0].cells == {"jobid": "7.0", "state": "FAILED", "nodelist": "n1"}
+    assert rows[1].cells == {"jobid": "7.1", "state": "CANCELLED by 0"} and rows[1].line == "7.1|CANCELLED by 0"
+    assert rows[2].cells["nodelist"] == "n2|x"
+    assert [r.number for r in parse.parsable_rows(["7|F"], ["JobID", "State"])] == [1]

@@ -30,7 +30,7 @@ def build_store(path: Path, engine: Engine) -> Path:
     with Store.open(path) as store:
         for bundle_dir in bundles:
             job = load_bundle(bundle_dir).job
-            key = JobKey(job.cluster, job.job_id, job.array_task_id, job.restart_count)
+            key = JobKey.of_job(job)
             settings = settings_with_history(engine.settings, store, list(job.nodes), job.end or VERDICT_TIME,
                                              30, key)
             store.record(engine.diagnose(bundle_dir, settings), VERDICT_TIME, bundle_dir=bundle_dir)

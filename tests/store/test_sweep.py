@@ -65,7 +65,7 @@ def test_real_command_runs_without_shell(tmp_path: Path, monkeypatch: pytest.Mon
     argv = (tmp_path / "argv").read_text().split()
     assert argv[:5] == ["--parsable2", "--noheader", "--allusers", "--allocations",
                         "--format=jobid,jobidraw,cluster,user,partition,nodelist,start,end,state,exitcode,derivedexitcode"]
-    assert "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,CANCELLED,PREEMPTED" in argv
+    assert "--state=FAILED,NODE_FAIL,TIMEOUT,OUT_OF_MEMORY,BOOT_FAIL,CANCELLED,PREEMPTED,DEADLINE" in argv
     assert "--starttime=2026-11-01T00:00:00" in argv and "--endtime=2026-12-01T00:00:00" in argv
     assert "--clusters=orion" in argv
 
