@@ -107,10 +107,10 @@ class SqliteVerdictStore:
 
         if not Path(self.path).exists():  # a new site: no history yet, and nothing to warn about
             return History(settings)
-        key = JobKey(job.cluster, job.job_id, job.array_task_id, job.restart_count)
         try:
             with Store.open(self.path, self.settings, create=False, migrate=False) as store:
-                return History(settings_with_history(settings, store, list(job.nodes), anchor, days, key))
+                return History(settings_with_history(settings, store, list(job.nodes), anchor, days,
+                                                             JobKey.of_job(job)))
         except StoreError as exc:
             log.warning("node history unavailable: %s", exc)
             return History(settings, problem=str(exc))

@@ -16,6 +16,7 @@ from ..store import db as store_db
 from ..store import history, reports, spool
 from ..store.errors import StoreError
 from ..store.progress import ProgressBar
+from ..store.rows import JobKey
 from ..store.tables import FORMATS, format_rows
 from ..store.timespec import parse_duration, parse_when
 from .common import add_rule_options, command, config_of, engine_of
@@ -42,12 +43,6 @@ def _history_days(text: str) -> float:
     return days
 
 
-def _key_of(job: Any) -> Any:
-    from ..store.rows import JobKey
-
-    return JobKey(job.cluster, job.job_id, job.array_task_id, job.restart_count)
-
-
 def history_text(evidence: dict[str, list[str]], culprits: list[str], days: float) -> str:
     lines = [f"  {node}: culprit of {len(evidence[node])} earlier job(s): {', '.join(evidence[node])}"
              for node in culprits if evidence.get(node)]
@@ -69,7 +64,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         diag = json.loads(row["json"])
         anchor = parse_when(row["job_time"], _now(args))
         evidence = history.offender_evidence(st, list(diag.get("culprit_nodes") or []), anchor, args.history_days,
-                                             _key_of(diagnosis_from_dict(diag).job))
+                                             JobKey.of_job(diagnosis_from_dict(diag).job))
     if args.format == "table":
         text = render_text(diagnosis_from_dict(diag)) + _stored_text(row, bundle)
         sys.stdout.write(text + history_text(evidence, diag.get("culprit_nodes") or [], args.history_days)

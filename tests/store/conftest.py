@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from slurm_attrib.bundle import load_bundle
-from slurm_attrib.data import demo_bundle
 from slurm_attrib.engine import Engine
 from slurm_attrib.store import Store, settings_with_history
 from slurm_attrib.store.rows import JobKey
@@ -22,7 +21,7 @@ NOW = "2026-12-01T00:00:00Z"
 
 
 def golden_bundles() -> list[Path]:
-    return [demo_bundle(), *sorted((TESTS / "golden").glob("*/bundle"))]
+    return sorted((TESTS / "golden").glob("*/bundle"))
 
 
 def build_store(path: Path, engine: Engine) -> Path:
