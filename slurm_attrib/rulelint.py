@@ -12,7 +12,8 @@ from typing import Optional
 
 from .engine import registry
 from .model import CATEGORIES, RESPONSIBLE, ROLES
-from .ruleset import PHASES, REFINE_STAGES, Rule, RuleSet
+from .ruleschema import PHASES, REFINE_STAGES
+from .ruleset import Rule, RuleSet
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+$")
 STATUSES = ("stable", "test", "experimental", "deprecated")

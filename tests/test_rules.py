@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from slurm_attrib.engine import Engine
-from slurm_attrib.errors import RuleError
 from slurm_attrib.rulelint import lint
 from slurm_attrib.ruleset import load_ruleset
 from slurm_attrib.ruletest import fixture_paths, run_fixture
@@ -36,30 +35,32 @@ def test_rule_fixtures(engine: Engine, rule_id: str, kind: str) -> None:
     assert failures == []
 
 
-def test_duplicate_rule_id_names_both_places() -> None:
-    dup = b"id: kernel.nvidia_xid\nversion: 1\nphase: extract\ntitle: t\ndescription: a duplicate id\n" \
-          b"match: {source: kernel, anchors: [NVRM], regex: NVRM}\n"
-    with pytest.raises(RuleError, match=r"site/dup.yaml:1: duplicate rule id 'kernel.nvidia_xid' \(first "
-                                        r"defined at rules/kernel/nvidia_xid.yaml:1\)"):
-        load_ruleset(include_site=False, extra=[("site/dup.yaml", dup)])
+def test_duplicate_site_rule_id_names_both_places() -> None:
+    rule = b"id: site.dup\nversion: 1\nphase: extract\ntitle: t\ndescription: a duplicate id\n" \
+           b"match: {source: kernel, anchors: [NVRM], regex: NVRM}\n"
+    ruleset = load_ruleset(include_site=False, extra=[("site/a.yaml", rule), ("site/b.yaml", rule)])
+    assert [str(p) for p in ruleset.quarantined] == [
+        "site/b.yaml:1: duplicate rule id 'site.dup' (first defined at site/a.yaml:1)"]
+    assert ruleset.get("site.dup") is not None and ruleset.get("site.dup").path == "site/a.yaml"  # type: ignore[union-attr]
 
 
-def test_invalid_rule_reports_path_and_line() -> None:
-    bad = b"id: app.bad\nversion: 1\nphase: extract\ntitle: t\ndescription: d\nmatch:\n  source: app\n" \
+def test_invalid_rule_reports_path_and_line_of_the_key() -> None:
+    bad = b"id: site.bad\nversion: 1\nphase: extract\ntitle: t\ndescription: d\nmatch:\n  source: app\n" \
           b"  anchors: [oops]\n  regex: '(unclosed'\n"
-    with pytest.raises(RuleError, match=r"site/bad.yaml:7: match.regex does not compile"):
-        load_ruleset(include_site=False, extra=[("site/bad.yaml", bad)])
+    ruleset = load_ruleset(include_site=False, extra=[("site/bad.yaml", bad)])
+    assert len(ruleset.quarantined) == 1
+    assert str(ruleset.quarantined[0]).startswith("site/bad.yaml:9: match.regex does not compile")
 
 
 def test_site_rules_directory_is_loaded(tmp_path: Path) -> None:
     (tmp_path / "local.yaml").write_text(
-        "id: app.site_disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"
+        "id: site.disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"
         "description: the site's own quota message\nreferences: []\n"
         "match: {source: app, anchors: ['Disk quota exceeded'], regex: 'Disk quota exceeded'}\n"
         "emit: {kind: quota, role: candidate, category: storage, responsible: workload, strength: 50}\n")
     ruleset = load_ruleset(site_dir=str(tmp_path))
-    rule = ruleset.get("app.site_disk_quota")
-    assert rule is not None and rule.origin == "site"
+    rule = ruleset.get("site.disk_quota")
+    assert rule is not None and rule.origin == "site" and ruleset.quarantined == ()
 
 
 @pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "kernel").glob("*.log")))
