@@ -89,9 +89,22 @@ def run_fixture(engine: Engine, rule: Rule, fixture: Path, kind: str) -> Fixture
         return FixtureResult(rule.id, kind, str(fixture), ok, "" if ok else f"rule fired {fired} time(s)")
     if not fired:
         return FixtureResult(rule.id, kind, str(fixture), False, "rule did not fire")
-    expect = expectation(fixture)
-    problem = _check_expect(expect, [s for s in ctx.symptoms if s.rule_id == rule.id], ctx)
+    symptoms = [s for s in ctx.symptoms if s.rule_id == rule.id]
+    problem = _undeclared_kinds(rule, symptoms) or _check_expect(expectation(fixture), symptoms, ctx)
     return FixtureResult(rule.id, kind, str(fixture), problem is None, problem or "")
+
+
+def declared_kinds(rule: Rule) -> set[str]:
+    """The kinds an extract rule says it produces: ``emit.kind`` (the id when a declarative rule has
+    none) and ``emit.kinds``, what its decoder or Python implementation may produce instead."""
+    main = rule.emit.get("kind", "" if rule.implementation else rule.id)
+    return {str(k) for k in [main, *(rule.emit.get("kinds") or ())] if k}
+
+
+def _undeclared_kinds(rule: Rule, symptoms: list[Any]) -> Optional[str]:
+    """The kinds lint trusts the declarations: a fixture proves them."""
+    extra = sorted({s.kind for s in symptoms} - declared_kinds(rule))
+    return f"symptom kind(s) {extra} not declared in emit.kind or emit.kinds" if extra else None
 
 
 def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Optional[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_attrib.baseline import BaselineLog, baseline_logs, baseline_matches, write_bundle
 from slurm_attrib.engine import Engine
 from slurm_attrib.rulelint import lint
 from slurm_attrib.ruleset import load_ruleset
@@ -15,7 +16,6 @@ from slurm_attrib.ruletest import fixture_paths, run_fixture
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "rules"
-BASELINE = TESTS / "baseline"
 RULE_IDS = [r.id for r in load_ruleset(include_site=False).rules]
 
 
@@ -63,23 +63,19 @@ def test_site_rules_directory_is_loaded(tmp_path: Path) -> None:
     assert rule is not None and rule.origin == "site" and ruleset.quarantined == ()
 
 
-@pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "kernel").glob("*.log")))
-def test_clean_kernel_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: str) -> None:
-    _baseline_bundle(tmp_path, "syslog/node-01.log", BASELINE / "kernel" / log)
-    diag = engine.diagnose(tmp_path)
-    assert diag.status == "unattributed" and diag.root_cause is None, diag.summary
-
-
-@pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "app").glob("*.log")))
-def test_clean_app_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: str) -> None:
-    _baseline_bundle(tmp_path, "applog/job.out", BASELINE / "app" / log)
-    diag = engine.diagnose(tmp_path)
+@pytest.mark.parametrize("log", baseline_logs(), ids=lambda log: log.name)
+def test_clean_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: BaselineLog) -> None:
+    diag = engine.diagnose(write_bundle(log, tmp_path))
     assert diag.status == "unattributed" and diag.root_cause is None, diag.summary
     assert not [s for s in diag.supporting if s.role == "candidate"]
 
 
-def _baseline_bundle(root: Path, rel: str, source: Path) -> None:
-    (root / "job.yaml").write_text("job_id: '1'\nnodes: [node-01]\nstate: COMPLETED\nexit_code: '0:0'\n")
-    target = root / rel
-    target.parent.mkdir(parents=True)
-    target.write_bytes(source.read_bytes())
+def test_baseline_takes_every_file_of_the_package_data() -> None:
+    names = [log.name for log in baseline_logs()]
+    assert "app/srun_label_vit_16tasks.out" in names and "kernel/dmesg_T_a100.log" in names
+    assert len(names) == 7
+
+
+def test_bundled_rules_find_only_context_in_the_baseline(engine: Engine) -> None:
+    found = [(log.name, s.rule_id, s.role) for log, s in baseline_matches(engine) if s.role != "context"]
+    assert found == []
