@@ -16,7 +16,6 @@ from .errors import RuleError
 PHASES = ("extract", "filter", "refine", "final", "post_outcome")
 REFINE_STAGES = ("correlate", "classify", "demote")
 SOURCES = ("kernel", "app", "scheduler", "metrics", "diag")
-BLOCKS = ("python_traceback", "continuation", "torchrun_summary")
 ORIGINS = ("bundled", "site", "extra")
 SITE_PREFIX = "site."
 
@@ -29,7 +28,7 @@ PHASE_KEYS: dict[str, tuple[str, ...]] = {
     "final": COMMON_KEYS,
     "post_outcome": (*COMMON_KEYS, "when", "actions", "annotation"),
 }
-MATCH_KEYS = ("source", "anchors", "regex", "block", "exclude")
+MATCH_KEYS = ("source", "anchors", "regex", "exclude")
 EMIT_KEYS = ("kind", "kinds", "role", "category", "responsible", "strength", "summary", "actions", "decoder",
              "finding")
 SYMPTOM_WHEN_KEYS = ("kind", "role", "category", "source", "fields", "regex")
@@ -136,3 +135,18 @@ def _strings(value: Any) -> bool:
 
 def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def accepted_keys() -> dict[str, tuple[str, ...]]:
+    """Every key the loader accepts, dotted (``emit.kind``, ``when.root.kind``), with the phases that
+    accept it: the list ``docs/rules.md`` must document, no more and no less."""
+    found: dict[str, list[str]] = {}
+    for phase in PHASES:
+        keys = list(PHASE_KEYS[phase])
+        for section, allowed in (("match", MATCH_KEYS), ("emit", EMIT_KEYS), ("when", WHEN_KEYS.get(phase, ()))):
+            keys += [f"{section}.{key}" for key in allowed if section in PHASE_KEYS[phase]]
+        if "root" in WHEN_KEYS.get(phase, ()):
+            keys += [f"when.root.{key}" for key in SYMPTOM_WHEN_KEYS]
+        for key in keys:
+            found.setdefault(key, []).append(phase)
+    return {key: tuple(phases) for key, phases in sorted(found.items())}

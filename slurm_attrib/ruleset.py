@@ -26,7 +26,6 @@ from typing import Any, Optional
 import yaml
 
 from .ruleschema import (
-    BLOCKS,
     PHASES,
     REFINE_STAGES,
     SITE_PREFIX,
@@ -50,7 +49,6 @@ class Match:
     source: str
     anchors: tuple[str, ...]
     regex: re.Pattern[str]
-    block: Optional[str] = None
     exclude: Optional[re.Pattern[str]] = None
 
 
@@ -265,12 +263,9 @@ def _build_match(data: Any, at: Positions) -> Optional[Match]:
     anchors = data.get("anchors") or []
     if not isinstance(anchors, list) or not anchors or not all(isinstance(a, str) and a for a in anchors):
         raise at.fail("match.anchors", "match.anchors must be a non-empty list of literal strings")
-    block = data.get("block")
-    if block is not None and block not in BLOCKS:
-        raise at.fail("match.block", f"match.block must be one of {BLOCKS}")
     exclude = _compile(at, data.get("exclude"), "exclude") if data.get("exclude") else None
     return Match(source=source, anchors=tuple(anchors), regex=_compile(at, data.get("regex"), "regex"),
-                 block=block, exclude=exclude)
+                 exclude=exclude)
 
 
 def _compile(at: Positions, pattern: Any, key: str) -> re.Pattern[str]:

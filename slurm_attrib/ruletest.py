@@ -13,8 +13,10 @@ A fixture is either a bundle directory or a YAML file with an inline bundle::
       fields: {code: 79}         # a symptom of this rule has these field values
       role: candidate
 
-A positive fixture passes when the rule fires (and a symptom meets ``expect``); a negative one
-passes when the rule does not fire.
+A positive fixture passes when the rule fires, every symptom it made has a kind it declares
+(``emit.kind``/``emit.kinds``) and a symptom meets ``expect``; a negative one passes when the rule
+does not fire. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
+``rules.d/fixtures/<rule id>/``.
 """
 
 from __future__ import annotations
@@ -128,10 +130,13 @@ def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Opti
     return f"no symptom of this rule matches {expect}; saw {seen}"
 
 
-def run_all(engine: Engine, root: Path, only: Optional[str] = None) -> list[FixtureResult]:
+def run_all(engine: Engine, root: Path, only: Optional[str] = None,
+            origin: Optional[str] = None) -> list[FixtureResult]:
+    """Run the fixtures of every rule (or of ``only``, or of one ``origin``) found under ``root``.
+    Site fixtures live next to the site rules: :func:`.ruleset.site_fixtures_dir`."""
     results: list[FixtureResult] = []
     for rule in engine.ruleset.rules:
-        if only and rule.id != only:
+        if (only and rule.id != only) or (origin and rule.origin != origin):
             continue
         for kind in ("positive", "negative"):
             paths = fixture_paths(root, rule.id, kind)
