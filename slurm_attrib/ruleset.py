@@ -1,14 +1,20 @@
 """Rules as data: one YAML file per rule, loaded, validated and ordered deterministically.
 
-A rule has an ``id`` (never reused), a ``version``, a ``phase`` and the fields of DESIGN.md §6.
+A rule has an ``id`` (never reused), a ``version``, a ``phase`` and the keys of :mod:`.ruleschema`.
 Extract rules are pure data (anchors, a regex, what to emit). Rules whose logic YAML cannot express
 name a Python implementation registered under the same id (:mod:`.engine.registry`); they are
 loaded, listed, linted and tested exactly like the others.
+
+Bundled rules are part of the package: a broken one is a bug and stops the load. A site rule file
+that cannot run (invalid YAML, a structural error, an id outside ``site.``, a duplicate id, a Python
+part that is not registered) is quarantined instead: left out, logged at ERROR and recorded on the
+RuleSet, so one bad drop-in never stops the finalizer while the bundled rules keep judging.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -19,14 +25,21 @@ from typing import Any, Optional
 
 import yaml
 
-from .errors import RuleError
+from .ruleschema import (
+    PHASES,
+    REFINE_STAGES,
+    SITE_PREFIX,
+    SOURCES,
+    Positions,
+    RuleFileError,
+    RuleProblem,
+    check_shape,
+)
 
-PHASES = ("extract", "filter", "refine", "final", "post_outcome")
-REFINE_STAGES = ("correlate", "classify", "demote")
-SOURCES = ("kernel", "app", "scheduler", "metrics", "diag")
-BLOCKS = ("python_traceback", "continuation", "torchrun_summary")
 SITE_RULES_DIR = "/etc/slurm-attrib/rules.d"
 SITE_RULES_ENV = "SLURM_ATTRIB_RULES_D"
+SITE_FIXTURES = "fixtures"
+log = logging.getLogger("slurm_attrib.rules")
 
 
 @dataclass(frozen=True)
@@ -36,13 +49,13 @@ class Match:
     source: str
     anchors: tuple[str, ...]
     regex: re.Pattern[str]
-    block: Optional[str] = None
     exclude: Optional[re.Pattern[str]] = None
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One loaded rule. ``raw`` keeps the whole YAML mapping for linting and listing."""
+    """One loaded rule. ``raw`` keeps the whole YAML mapping for linting and listing; ``positions``
+    where each of its keys is in the file."""
 
     id: str
     version: int
@@ -62,10 +75,15 @@ class Rule:
     params: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     origin: str = "bundled"
+    positions: Optional[Positions] = field(default=None, compare=False)
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
+
+    def position(self, key: str) -> tuple[int, int]:
+        """(line, column) of a dotted key such as ``emit.strength``; the rule's line if unknown."""
+        return self.positions.of(key) if self.positions else (self.line, 1)
 
     def sort_key(self) -> tuple[int, int, int, str]:
         stage = REFINE_STAGES.index(self.stage) if self.stage in REFINE_STAGES else 0
@@ -74,11 +92,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class RuleSet:
-    """All rules in execution order, with a content hash that names this exact set."""
+    """All rules in execution order, with a content hash that names this exact set (the rules that
+    run, not the quarantined files)."""
 
     rules: tuple[Rule, ...]
     version: str
     digest: str
+    quarantined: tuple[RuleProblem, ...] = ()
 
     def by_phase(self, phase: str) -> list[Rule]:
         return [r for r in self.rules if r.phase == phase]
@@ -94,12 +114,14 @@ class RuleSet:
 
 
 class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that remembers the line of every mapping, for ``path:line`` messages."""
+    """A SafeLoader that remembers where every mapping and key is, for ``path:line`` messages."""
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
     mapping: dict[str, Any] = {str(k): v for k, v in loader.construct_mapping(node, deep=True).items()}
     mapping["__line__"] = node.start_mark.line + 1
+    mapping["__keys__"] = {str(loader.construct_object(k)): (k.start_mark.line + 1, k.start_mark.column + 1)
+                           for k, _ in node.value}
     return mapping
 
 
@@ -124,128 +146,214 @@ def _walk(node: Any, prefix: str, found: list[tuple[str, bytes]]) -> None:
             found.append((name, child.read_bytes()))
 
 
+def site_rules_dir(directory: Optional[str] = None) -> Path:
+    """The site rules directory: the argument, else $SLURM_ATTRIB_RULES_D, else /etc/slurm-attrib/rules.d."""
+    return Path(directory or os.environ.get(SITE_RULES_ENV, SITE_RULES_DIR))
+
+
+def site_fixtures_dir(directory: Optional[str] = None) -> Path:
+    """Site fixtures live next to the site rules: ``rules.d/fixtures/<rule id>/{positive,negative}/``."""
+    return site_rules_dir(directory) / SITE_FIXTURES
+
+
 def site_rule_files(directory: Optional[str] = None) -> list[tuple[str, bytes]]:
-    """Site rules from /etc/slurm-attrib/rules.d (or $SLURM_ATTRIB_RULES_D), sorted by name."""
-    base = Path(directory or os.environ.get(SITE_RULES_ENV, SITE_RULES_DIR))
+    """Site rules from the site rules directory, sorted by name; the fixtures folder and hidden or
+    ``_``-prefixed folders hold no rules."""
+    base = site_rules_dir(directory)
     if not base.is_dir():
         return []
-    return [(str(p), p.read_bytes()) for p in sorted(base.rglob("*.y*ml")) if p.is_file()]
+    return [(str(p), p.read_bytes()) for p in sorted(base.rglob("*.y*ml"))
+            if p.is_file() and not _skipped(p.relative_to(base).parts[:-1])]
+
+
+def _skipped(folders: tuple[str, ...]) -> bool:
+    return any(part == SITE_FIXTURES or part.startswith(("_", ".")) for part in folders)
 
 
 def parse_rule_file(path: str, content: bytes) -> dict[str, Any]:
-    """Parse one rule file; raise RuleError with ``path:line`` on invalid YAML."""
+    """Parse one rule file; raise RuleFileError with ``path:line`` on invalid YAML."""
     try:
         data = yaml.load(content.decode("utf-8"), Loader=_LineLoader)
     except UnicodeDecodeError as exc:
-        raise RuleError(f"{path}:1: not UTF-8 ({exc.reason})") from None
+        raise RuleFileError(RuleProblem(path, 1, f"not UTF-8 ({exc.reason})")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise RuleError(f"{path}:{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = f"invalid YAML: {getattr(exc, 'problem', exc)}"
+        raise RuleFileError(RuleProblem(path, line, problem, col)) from None
     if not isinstance(data, dict):
-        raise RuleError(f"{path}:1: a rule file holds one mapping")
+        raise RuleFileError(RuleProblem(path, 1, "a rule file holds one mapping"))
     return data
 
 
 def build_rule(path: str, data: dict[str, Any], origin: str = "bundled") -> Rule:
-    """Turn a parsed mapping into a Rule; structural errors raise RuleError with ``path:line``."""
+    """Turn a parsed mapping into a Rule; structural errors raise RuleFileError at the offending key."""
     line = int(data.get("__line__", 1))
+    at = Positions(path, key_positions(data), line)
     raw = _strip_lines(data)
     for key in ("id", "version", "phase", "title", "description"):
         if key not in raw:
-            raise RuleError(f"{path}:{line}: missing required key '{key}'")
+            raise at.fail("", f"missing required key '{key}'")
     phase = str(raw["phase"])
     if phase not in PHASES:
-        raise RuleError(f"{path}:{_line_of(data, 'phase', line)}: unknown phase '{phase}' (one of {PHASES})")
-    try:
-        version = int(raw["version"])
-    except (TypeError, ValueError):
-        raise RuleError(f"{path}:{_line_of(data, 'version', line)}: version must be an integer") from None
-    match = _build_match(path, data.get("match"), line) if phase == "extract" else None
+        raise at.fail("phase", f"unknown phase '{phase}' (one of {PHASES})")
+    version = raw["version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise at.fail("version", "version must be an integer")
+    check_shape(raw, phase, at)
+    match = _build_match(raw.get("match"), at) if phase == "extract" else None
     impl = str(raw.get("implementation", ""))
-    if impl not in ("", "python"):
-        raise RuleError(f"{path}:{_line_of(data, 'implementation', line)}: implementation must be 'python'")
-    if phase == "extract" and match is None and not impl:
-        raise RuleError(f"{path}:{line}: an extract rule needs a 'match' section or 'implementation: python'")
-    if phase != "extract" and not impl and "when" not in raw:
-        raise RuleError(f"{path}:{line}: a {phase} rule needs 'implementation: python' or a 'when' section")
+    _check_logic(raw, phase, impl, match, at)
     return Rule(
         id=str(raw["id"]), version=version, phase=phase, title=str(raw["title"]),
         description=str(raw["description"]).strip(), path=path, line=line,
         status=str(raw.get("status", "stable")), stage=str(raw.get("stage", "")),
-        order=int(raw.get("order", 100)), references=tuple(str(r) for r in raw.get("references") or ()),
-        falsepositives=tuple(str(r) for r in raw.get("falsepositives") or ()), match=match,
+        order=int(raw.get("order", 100)), references=tuple(raw.get("references") or ()),
+        falsepositives=tuple(raw.get("falsepositives") or ()), match=match,
         emit=dict(raw.get("emit") or {}), implementation=impl, params=dict(raw.get("params") or {}),
-        raw=raw, origin=origin,
+        raw=raw, origin=origin, positions=at,
     )
 
 
-def _line_of(data: dict[str, Any], key: str, default: int) -> int:
-    value = data.get(key)
-    return int(value["__line__"]) if isinstance(value, dict) and "__line__" in value else default
+def _check_logic(raw: dict[str, Any], phase: str, impl: str, match: Optional[Match], at: Positions) -> None:
+    """A rule needs something to run: a match (extract), a ``when`` (filter, post_outcome) or Python."""
+    if impl not in ("", "python"):
+        raise at.fail("implementation", "implementation must be 'python'")
+    if phase == "extract" and match is None and not impl:
+        raise at.fail("", "an extract rule needs a 'match' section or 'implementation: python'")
+    if phase in ("filter", "post_outcome") and not impl and "when" not in raw:
+        raise at.fail("", f"a {phase} rule needs 'implementation: python' or a 'when' section")
+    if phase in ("refine", "final") and not impl:
+        raise at.fail("", f"a {phase} rule needs 'implementation: python'")
+
+
+def key_positions(data: dict[str, Any], prefix: str = "") -> dict[str, tuple[int, int]]:
+    """(line, column) of every key of a parsed file by dotted path; list items by index."""
+    table: dict[str, tuple[int, int]] = {}
+    for key, where in (data.get("__keys__") or {}).items():
+        table[prefix + key] = where
+        table.update(_positions_in(data.get(key), f"{prefix}{key}."))
+    return table
+
+
+def _positions_in(value: Any, prefix: str) -> dict[str, tuple[int, int]]:
+    if isinstance(value, dict):
+        return key_positions(value, prefix)
+    table: dict[str, tuple[int, int]] = {}
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            table.update(_positions_in(item, f"{prefix}{index}."))
+    return table
 
 
 def _strip_lines(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _strip_lines(v) for k, v in value.items() if k != "__line__"}
+        return {k: _strip_lines(v) for k, v in value.items() if k not in ("__line__", "__keys__")}
     if isinstance(value, list):
         return [_strip_lines(v) for v in value]
     return value
 
 
-def _build_match(path: str, data: Any, line: int) -> Optional[Match]:
+def _build_match(data: Any, at: Positions) -> Optional[Match]:
     if not isinstance(data, dict):
         return None
-    where = f"{path}:{data.get('__line__', line)}"
     source = str(data.get("source", ""))
     if source not in SOURCES:
-        raise RuleError(f"{where}: match.source must be one of {SOURCES}")
+        raise at.fail("match.source", f"match.source must be one of {SOURCES}")
     anchors = data.get("anchors") or []
     if not isinstance(anchors, list) or not anchors or not all(isinstance(a, str) and a for a in anchors):
-        raise RuleError(f"{where}: match.anchors must be a non-empty list of literal strings")
-    block = data.get("block")
-    if block is not None and block not in BLOCKS:
-        raise RuleError(f"{where}: match.block must be one of {BLOCKS}")
-    return Match(source=source, anchors=tuple(anchors), regex=_compile(where, data.get("regex"), "regex"),
-                 block=block, exclude=_compile(where, data.get("exclude"), "exclude") if data.get("exclude")
-                 else None)
+        raise at.fail("match.anchors", "match.anchors must be a non-empty list of literal strings")
+    exclude = _compile(at, data.get("exclude"), "exclude") if data.get("exclude") else None
+    return Match(source=source, anchors=tuple(anchors), regex=_compile(at, data.get("regex"), "regex"),
+                 exclude=exclude)
 
 
-def _compile(where: str, pattern: Any, key: str) -> re.Pattern[str]:
+def _compile(at: Positions, pattern: Any, key: str) -> re.Pattern[str]:
     if not isinstance(pattern, str) or not pattern:
-        raise RuleError(f"{where}: match.{key} must be a non-empty regular expression")
+        raise at.fail(f"match.{key}", f"match.{key} must be a non-empty regular expression")
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise RuleError(f"{where}: match.{key} does not compile: {exc}") from None
+        raise at.fail(f"match.{key}", f"match.{key} does not compile: {exc}") from None
+
+
+def python_part_problem(rule: Rule) -> Optional[RuleProblem]:
+    """The rule names a Python implementation or a decoder that is not registered: it cannot run."""
+    from .engine import registry  # the engine imports this module: import it when first needed
+
+    registry.load_all()
+    if rule.implementation == "python" and rule.id not in registry.RULES:
+        return _problem(rule, "implementation",
+                        f"rule '{rule.id}' names a Python implementation that is not registered")
+    decoder = rule.emit.get("decoder")
+    if decoder and str(decoder) not in registry.DECODERS:
+        return _problem(rule, "emit.decoder", f"unknown decoder '{decoder}'")
+    return None
+
+
+def _problem(rule: Rule, key: str, message: str) -> RuleProblem:
+    line, col = rule.position(key)
+    return RuleProblem(rule.path, line, message, col, rule.id)
 
 
 def load_ruleset(site_dir: Optional[str] = None, include_site: bool = True,
                  extra: Iterable[tuple[str, bytes]] = ()) -> RuleSet:
-    """Load bundled rules (and site rules unless disabled). Duplicate ids are an error that names
-    both places; a site rule cannot shadow a bundled id."""
-    files = [(p, c, "bundled") for p, c in bundled_rule_files()]
-    if include_site:
-        files += [(p, c, "site") for p, c in site_rule_files(site_dir)]
-    files += [(p, c, "extra") for p, c in extra]
+    """Load bundled rules (and site rules unless disabled). A broken bundled rule stops the load;
+    a site or extra file that cannot run is quarantined (see the module docstring)."""
     rules: dict[str, Rule] = {}
-    hasher = hashlib.sha256()
-    for path, content, origin in files:
-        rule = build_rule(path, parse_rule_file(path, content), origin)
-        if rule.id in rules:
-            first = rules[rule.id]
-            raise RuleError(f"{rule.where}: duplicate rule id '{rule.id}' (first defined at {first.where})")
-        rules[rule.id] = rule
-    for rule in sorted(rules.values(), key=lambda r: r.id):
-        hasher.update(rule.id.encode() + b"\0" + _content_of(files, rule.path) + b"\0")
-    ordered = tuple(sorted(rules.values(), key=Rule.sort_key))
+    contents: dict[str, bytes] = {}
+    for path, content in bundled_rule_files():
+        rule = build_rule(path, parse_rule_file(path, content), "bundled")
+        _refuse_site_id(rule)
+        _add(rules, rule)
+        contents[path] = content
+    others = [(p, c, "site") for p, c in site_rule_files(site_dir)] if include_site else []
+    quarantined: list[RuleProblem] = []
+    for path, content, origin in [*others, *((p, c, "extra") for p, c in extra)]:
+        try:
+            rule = _admit(rules, path, content, origin)
+        except RuleFileError as exc:
+            quarantined.append(exc.problem)
+            log.error("site rule quarantined, left out of the ruleset: %s", exc.problem)
+            continue
+        contents[path] = content
+    return _ruleset(rules, contents, tuple(quarantined))
+
+
+def _admit(rules: dict[str, Rule], path: str, content: bytes, origin: str) -> Rule:
+    """Load one site (or extra) file and add its rule; RuleFileError when it cannot run."""
+    rule = build_rule(path, parse_rule_file(path, content), origin)
+    if not rule.id.startswith(SITE_PREFIX):
+        raise _fail(rule, "id", f"a site rule id starts with '{SITE_PREFIX}' (got '{rule.id}'); that "
+                                "namespace is never used by bundled rules, so an upgrade cannot collide")
+    problem = python_part_problem(rule)
+    if problem is not None:
+        raise RuleFileError(problem)
+    _add(rules, rule)
+    return rule
+
+
+def _refuse_site_id(rule: Rule) -> None:
+    if rule.id.startswith(SITE_PREFIX):
+        raise _fail(rule, "id", f"bundled rules never use the '{SITE_PREFIX}' id namespace")
+
+
+def _add(rules: dict[str, Rule], rule: Rule) -> None:
+    if rule.id in rules:
+        raise _fail(rule, "id", f"duplicate rule id '{rule.id}' (first defined at {rules[rule.id].where})")
+    rules[rule.id] = rule
+
+
+def _fail(rule: Rule, key: str, message: str) -> RuleFileError:
+    return RuleFileError(_problem(rule, key, message))
+
+
+def _ruleset(rules: dict[str, Rule], contents: dict[str, bytes], quarantined: tuple[RuleProblem, ...]) -> RuleSet:
+    """The RuleSet in execution order; its digest covers exactly the files that run."""
     from . import __version__
 
-    return RuleSet(rules=ordered, version=__version__, digest=hasher.hexdigest()[:16])
-
-
-def _content_of(files: list[tuple[str, bytes, str]], path: str) -> bytes:
-    for p, content, _ in files:
-        if p == path:
-            return content
-    return b""
+    hasher = hashlib.sha256()
+    for rule in sorted(rules.values(), key=lambda r: r.id):
+        hasher.update(rule.id.encode() + b"\0" + contents[rule.path] + b"\0")
+    ordered = tuple(sorted(rules.values(), key=Rule.sort_key))
+    return RuleSet(rules=ordered, version=__version__, digest=hasher.hexdigest()[:16], quarantined=quarantined)

@@ -13,8 +13,10 @@ A fixture is either a bundle directory or a YAML file with an inline bundle::
       fields: {code: 79}         # a symptom of this rule has these field values
       role: candidate
 
-A positive fixture passes when the rule fires (and a symptom meets ``expect``); a negative one
-passes when the rule does not fire.
+A positive fixture passes when the rule fires, every symptom it made has a kind it declares
+(``emit.kind``/``emit.kinds``) and a symptom meets ``expect``; a negative one passes when the rule
+does not fire. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
+``rules.d/fixtures/<rule id>/``.
 """
 
 from __future__ import annotations
@@ -89,9 +91,22 @@ def run_fixture(engine: Engine, rule: Rule, fixture: Path, kind: str) -> Fixture
         return FixtureResult(rule.id, kind, str(fixture), ok, "" if ok else f"rule fired {fired} time(s)")
     if not fired:
         return FixtureResult(rule.id, kind, str(fixture), False, "rule did not fire")
-    expect = expectation(fixture)
-    problem = _check_expect(expect, [s for s in ctx.symptoms if s.rule_id == rule.id], ctx)
+    symptoms = [s for s in ctx.symptoms if s.rule_id == rule.id]
+    problem = _undeclared_kinds(rule, symptoms) or _check_expect(expectation(fixture), symptoms, ctx)
     return FixtureResult(rule.id, kind, str(fixture), problem is None, problem or "")
+
+
+def declared_kinds(rule: Rule) -> set[str]:
+    """The kinds an extract rule says it produces: ``emit.kind`` (the id when a declarative rule has
+    none) and ``emit.kinds``, what its decoder or Python implementation may produce instead."""
+    main = rule.emit.get("kind", "" if rule.implementation else rule.id)
+    return {str(k) for k in [main, *(rule.emit.get("kinds") or ())] if k}
+
+
+def _undeclared_kinds(rule: Rule, symptoms: list[Any]) -> Optional[str]:
+    """The kinds lint trusts the declarations: a fixture proves them."""
+    extra = sorted({s.kind for s in symptoms} - declared_kinds(rule))
+    return f"symptom kind(s) {extra} not declared in emit.kind or emit.kinds" if extra else None
 
 
 def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Optional[str]:
@@ -115,10 +130,13 @@ def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Opti
     return f"no symptom of this rule matches {expect}; saw {seen}"
 
 
-def run_all(engine: Engine, root: Path, only: Optional[str] = None) -> list[FixtureResult]:
+def run_all(engine: Engine, root: Path, only: Optional[str] = None,
+            origin: Optional[str] = None) -> list[FixtureResult]:
+    """Run the fixtures of every rule (or of ``only``, or of one ``origin``) found under ``root``.
+    Site fixtures live next to the site rules: :func:`.ruleset.site_fixtures_dir`."""
     results: list[FixtureResult] = []
     for rule in engine.ruleset.rules:
-        if only and rule.id != only:
+        if (only and rule.id != only) or (origin and rule.origin != origin):
             continue
         for kind in ("positive", "negative"):
             paths = fixture_paths(root, rule.id, kind)

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from slurm_attrib.baseline import BaselineLog, baseline_logs, baseline_matches, write_bundle
 from slurm_attrib.engine import Engine
-from slurm_attrib.errors import RuleError
 from slurm_attrib.rulelint import lint
 from slurm_attrib.ruleset import load_ruleset
 from slurm_attrib.ruletest import fixture_paths, run_fixture
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "rules"
-BASELINE = TESTS / "baseline"
 RULE_IDS = [r.id for r in load_ruleset(include_site=False).rules]
 
 
@@ -36,49 +35,47 @@ def test_rule_fixtures(engine: Engine, rule_id: str, kind: str) -> None:
     assert failures == []
 
 
-def test_duplicate_rule_id_names_both_places() -> None:
-    dup = b"id: kernel.nvidia_xid\nversion: 1\nphase: extract\ntitle: t\ndescription: a duplicate id\n" \
-          b"match: {source: kernel, anchors: [NVRM], regex: NVRM}\n"
-    with pytest.raises(RuleError, match=r"site/dup.yaml:1: duplicate rule id 'kernel.nvidia_xid' \(first "
-                                        r"defined at rules/kernel/nvidia_xid.yaml:1\)"):
-        load_ruleset(include_site=False, extra=[("site/dup.yaml", dup)])
+def test_duplicate_site_rule_id_names_both_places() -> None:
+    rule = b"id: site.dup\nversion: 1\nphase: extract\ntitle: t\ndescription: a duplicate id\n" \
+           b"match: {source: kernel, anchors: [NVRM], regex: NVRM}\n"
+    ruleset = load_ruleset(include_site=False, extra=[("site/a.yaml", rule), ("site/b.yaml", rule)])
+    assert [str(p) for p in ruleset.quarantined] == [
+        "site/b.yaml:1: duplicate rule id 'site.dup' (first defined at site/a.yaml:1)"]
+    assert ruleset.get("site.dup") is not None and ruleset.get("site.dup").path == "site/a.yaml"  # type: ignore[union-attr]
 
 
-def test_invalid_rule_reports_path_and_line() -> None:
-    bad = b"id: app.bad\nversion: 1\nphase: extract\ntitle: t\ndescription: d\nmatch:\n  source: app\n" \
+def test_invalid_rule_reports_path_and_line_of_the_key() -> None:
+    bad = b"id: site.bad\nversion: 1\nphase: extract\ntitle: t\ndescription: d\nmatch:\n  source: app\n" \
           b"  anchors: [oops]\n  regex: '(unclosed'\n"
-    with pytest.raises(RuleError, match=r"site/bad.yaml:7: match.regex does not compile"):
-        load_ruleset(include_site=False, extra=[("site/bad.yaml", bad)])
+    ruleset = load_ruleset(include_site=False, extra=[("site/bad.yaml", bad)])
+    assert len(ruleset.quarantined) == 1
+    assert str(ruleset.quarantined[0]).startswith("site/bad.yaml:9: match.regex does not compile")
 
 
 def test_site_rules_directory_is_loaded(tmp_path: Path) -> None:
     (tmp_path / "local.yaml").write_text(
-        "id: app.site_disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"
+        "id: site.disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"
         "description: the site's own quota message\nreferences: []\n"
         "match: {source: app, anchors: ['Disk quota exceeded'], regex: 'Disk quota exceeded'}\n"
         "emit: {kind: quota, role: candidate, category: storage, responsible: workload, strength: 50}\n")
     ruleset = load_ruleset(site_dir=str(tmp_path))
-    rule = ruleset.get("app.site_disk_quota")
-    assert rule is not None and rule.origin == "site"
+    rule = ruleset.get("site.disk_quota")
+    assert rule is not None and rule.origin == "site" and ruleset.quarantined == ()
 
 
-@pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "kernel").glob("*.log")))
-def test_clean_kernel_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: str) -> None:
-    _baseline_bundle(tmp_path, "syslog/node-01.log", BASELINE / "kernel" / log)
-    diag = engine.diagnose(tmp_path)
-    assert diag.status == "unattributed" and diag.root_cause is None, diag.summary
-
-
-@pytest.mark.parametrize("log", sorted(p.name for p in (BASELINE / "app").glob("*.log")))
-def test_clean_app_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: str) -> None:
-    _baseline_bundle(tmp_path, "applog/job.out", BASELINE / "app" / log)
-    diag = engine.diagnose(tmp_path)
+@pytest.mark.parametrize("log", baseline_logs(), ids=lambda log: log.name)
+def test_clean_baseline_gives_no_verdict(engine: Engine, tmp_path: Path, log: BaselineLog) -> None:
+    diag = engine.diagnose(write_bundle(log, tmp_path))
     assert diag.status == "unattributed" and diag.root_cause is None, diag.summary
     assert not [s for s in diag.supporting if s.role == "candidate"]
 
 
-def _baseline_bundle(root: Path, rel: str, source: Path) -> None:
-    (root / "job.yaml").write_text("job_id: '1'\nnodes: [node-01]\nstate: COMPLETED\nexit_code: '0:0'\n")
-    target = root / rel
-    target.parent.mkdir(parents=True)
-    target.write_bytes(source.read_bytes())
+def test_baseline_takes_every_file_of_the_package_data() -> None:
+    names = [log.name for log in baseline_logs()]
+    assert "app/srun_label_vit_16tasks.out" in names and "kernel/dmesg_T_a100.log" in names
+    assert len(names) == 7
+
+
+def test_bundled_rules_find_only_context_in_the_baseline(engine: Engine) -> None:
+    found = [(log.name, s.rule_id, s.role) for log, s in baseline_matches(engine) if s.role != "context"]
+    assert found == []

@@ -12,7 +12,7 @@ from ..bundle import Bundle, load_bundle
 from ..config import Config
 from ..errors import RuleError
 from ..model import Diagnosis, Symptom
-from ..ruleset import SITE_RULES_ENV, Rule, RuleSet, load_ruleset
+from ..ruleset import SITE_RULES_ENV, Rule, RuleSet, load_ruleset, python_part_problem
 from ..timestamps import parse_line_time
 from . import registry
 from .context import EngineContext, EngineSettings
@@ -83,12 +83,11 @@ def _run_rule(ctx: EngineContext, rule: Rule) -> int:
 
 
 def _check_implementations(ruleset: RuleSet) -> None:
+    """The loader quarantines site rules whose Python parts are missing; a bundled one is a bug."""
     for rule in ruleset.rules:
-        if rule.implementation == "python" and rule.id not in registry.RULES:
-            raise RuleError(f"{rule.where}: rule '{rule.id}' names a Python implementation that is not registered")
-        decoder = rule.emit.get("decoder")
-        if decoder and str(decoder) not in registry.DECODERS:
-            raise RuleError(f"{rule.where}: unknown decoder '{decoder}'")
+        problem = python_part_problem(rule)
+        if problem is not None:
+            raise RuleError(str(problem))
 
 
 def _job_coverage(ctx: EngineContext) -> None:
