@@ -146,9 +146,10 @@ def _walk(node: Any, prefix: str, found: list[tuple[str, bytes]]) -> None:
             found.append((name, child.read_bytes()))
 
 
-def site_rules_dir(directory: Optional[str] = None) -> Path:
-    """The site rules directory: the argument, else $SLURM_ATTRIB_RULES_D, else /etc/slurm-attrib/rules.d."""
-    return Path(directory or os.environ.get(SITE_RULES_ENV, SITE_RULES_DIR))
+def site_rules_dir(directory: Optional[str] = None, configured: str = SITE_RULES_DIR) -> Path:
+    """The site rules directory: the argument (``--rules-dir``), else $SLURM_ATTRIB_RULES_D, else the
+    configuration's ``rules_dir`` (default /etc/slurm-attrib/rules.d)."""
+    return Path(directory or os.environ.get(SITE_RULES_ENV) or configured)
 
 
 def site_fixtures_dir(directory: Optional[str] = None) -> Path:

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import canonical
-from ..errors import AttribError
-from .common import EXIT_RULES_FAILED, add_rule_options, engine_of
+from ..errors import AttribError, ConfigError
+from ..ruleset import site_fixtures_dir, site_rules_dir
+from .common import EXIT_RULES_FAILED, add_rule_options, config_of, engine_of
 
 
 def cmd_rules_list(args: argparse.Namespace) -> int:
@@ -27,9 +28,18 @@ def cmd_rules_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fixtures_dir(args: argparse.Namespace) -> Optional[Path]:
+def _origin(args: argparse.Namespace) -> Optional[str]:
+    if args.origin == "site" and args.no_site_rules:
+        raise ConfigError("--origin site checks the site rules: it cannot go with --no-site-rules")
+    return str(args.origin) if args.origin else None
+
+
+def _fixtures_dir(args: argparse.Namespace, origin: Optional[str]) -> Optional[Path]:
+    """--fixtures, else the site's fixtures next to its rules (--origin site), else ./tests/rules."""
     if args.fixtures:
         return Path(args.fixtures)
+    if origin == "site":
+        return site_fixtures_dir(str(site_rules_dir(args.rules_dir, config_of(args).rules_dir)))
     default = Path("tests/rules")
     return default if default.is_dir() else None
 
@@ -37,8 +47,9 @@ def _fixtures_dir(args: argparse.Namespace) -> Optional[Path]:
 def cmd_rules_lint(args: argparse.Namespace) -> int:
     from ..rulelint import lint
 
+    origin = _origin(args)
     engine = engine_of(args)
-    issues = lint(engine.ruleset, _fixtures_dir(args))
+    issues = lint(engine.ruleset, _fixtures_dir(args, origin), origin)
     for issue in issues:
         sys.stdout.write(f"{issue}\n")
     errors = sum(1 for i in issues if i.severity == "error")
@@ -49,10 +60,12 @@ def cmd_rules_lint(args: argparse.Namespace) -> int:
 def cmd_rules_test(args: argparse.Namespace) -> int:
     from ..ruletest import run_all
 
-    root = _fixtures_dir(args)
+    origin = _origin(args)
+    root = _fixtures_dir(args, origin)
     if root is None:
-        raise AttribError("no fixtures directory: pass --fixtures DIR (default ./tests/rules)")
-    results = run_all(engine_of(args), root, args.rule)
+        raise AttribError("no fixtures directory: pass --fixtures DIR (default ./tests/rules, or the site's "
+                          "rules.d/fixtures with --origin site)")
+    results = run_all(engine_of(args), root, args.rule, origin)
     failed = [r for r in results if not r.passed]
     for res in results:
         if args.verbose or not res.passed:
@@ -66,14 +79,18 @@ def register(sub: Any) -> None:
     rules = sub.add_parser("rules", help="list, lint and test rules", description="Work with the rule set.")
     rsub = rules.add_subparsers(dest="rules_command", metavar="SUBCOMMAND")
     for name, func, text in (("list", cmd_rules_list, "list the loaded rules in execution order"),
-                             ("lint", cmd_rules_lint, "check every rule (metadata, regexes, fixtures)"),
+                             ("lint", cmd_rules_lint, "check every rule (metadata, regexes, kinds, fixtures, the clean "
+                              "baseline) and report quarantined site rule files"),
                              ("test", cmd_rules_test, "run every rule's positive and negative fixtures")):
         p = rsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         add_rule_options(p)
         if name == "list":
             p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
         else:
-            p.add_argument("--fixtures", help="fixtures directory (default ./tests/rules)")
+            p.add_argument("--origin", choices=("bundled", "site"), help="only the bundled rules or only the "
+                           "site's (default: all)")
+            p.add_argument("--fixtures", help="fixtures directory (default ./tests/rules; with --origin site, "
+                           "fixtures/ in the site rules directory)")
         if name == "test":
             p.add_argument("--rule", help="test only this rule id")
             p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures too")

@@ -12,7 +12,7 @@ from ..bundle import Bundle, load_bundle
 from ..config import Config
 from ..errors import RuleError
 from ..model import Diagnosis, Symptom
-from ..ruleset import SITE_RULES_ENV, Rule, RuleSet, load_ruleset, python_part_problem
+from ..ruleset import Rule, RuleSet, load_ruleset, python_part_problem, site_rules_dir
 from ..timestamps import parse_line_time
 from . import registry
 from .context import EngineContext, EngineSettings
@@ -41,7 +41,7 @@ class Engine:
 
         Every command, the finalizer and the service build their engine here, so one configuration gives
         one ruleset digest and one set of tolerances wherever a verdict is made or re-made."""
-        site_dir = rules_dir or os.environ.get(SITE_RULES_ENV) or config.rules_dir
+        site_dir = str(site_rules_dir(rules_dir, config.rules_dir))
         return cls(load_ruleset(site_dir=site_dir, include_site=include_site), config.engine)
 
     def diagnose(self, bundle: Union[Bundle, str, os.PathLike[str]],
@@ -56,6 +56,7 @@ class Engine:
             bundle = load_bundle(bundle)
         ctx = EngineContext(bundle=bundle, ruleset=self.ruleset, settings=settings or self.settings)
         _job_coverage(ctx)
+        _rules_coverage(ctx)
         ctx.window_start, ctx.window_end = bundle.job.start, bundle.job.end
         ctx.window_source = "job" if (ctx.window_start or ctx.window_end) else ""
         self.extractor.run(ctx)
@@ -99,6 +100,17 @@ def _job_coverage(ctx: EngineContext) -> None:
     cov.notes.extend(ctx.bundle.problems)
     if cov.state == "error":
         cov.reason = "job.yaml missing or unreadable: job facts unknown"
+
+
+def _rules_coverage(ctx: EngineContext) -> None:
+    """Site rule files the loader quarantined did not judge this bundle: the verdict says so."""
+    problems = ctx.ruleset.quarantined
+    if not problems:
+        return
+    cov = ctx.coverage_for("rules")
+    cov.state = "error"
+    cov.reason = f"{len(problems)} site rule file(s) quarantined, not running (see `slurm-attrib rules lint`)"
+    cov.notes.extend(str(p) for p in problems)
 
 
 def _window_from_evidence(ctx: EngineContext) -> None:
