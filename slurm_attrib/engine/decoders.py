@@ -14,7 +14,8 @@ from ..model import Symptom
 from ..nvidia import xid as nv
 from ..scan import Line
 from .context import EngineContext
-from .extract import match_node, split_rank, stream_key
+from .nodes import match_node
+from .ranks import split_rank, stream_key
 from .registry import decoder
 
 _TRACEBACK_HEAD = "Traceback (most recent call last)"

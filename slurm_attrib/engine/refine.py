@@ -15,8 +15,8 @@ from ..model import Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
-from .extract import latest_time
 from .registry import rule
+from .timeinfer import latest_time
 
 HARDWARE_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink", "network", "node_failure", "storage")
 
