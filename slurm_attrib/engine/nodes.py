@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from .context import EngineContext
 
-_PORT_SUFFIX = re.compile(r"(?:<\d+>|%[\w.]+|:\d+)+$")
+_PEER_TAIL = re.compile(r"(?:%[\w.]+)?(?:<\d+>)?$")  # NCCL's %interface and <port> after an address
 
 
 def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
@@ -37,5 +37,13 @@ def match_node(nodes: tuple[str, ...], name: str) -> Optional[str]:
 
 def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
     """An NCCL/IB peer (``10.0.0.3<54862>``, ``fe80::1%ib0<5>``, ``node-03``) → a job node."""
-    bare = _PORT_SUFFIX.sub("", peer.strip()) if "<" in peer or "%" in peer else peer.strip()
+    bare = _bare_address(peer)
     return match_node(ctx.job.nodes, bare) or ctx.job.node_for_address(bare)
+
+
+def _bare_address(peer: str) -> str:
+    """The address without interface and port. A ``:port`` goes only after a host or IPv4 address (one
+    colon): in an IPv6 address (``fe80::1``) the last group is no port."""
+    text = _PEER_TAIL.sub("", peer.strip(), count=1)
+    host, colon, port = text.rpartition(":")
+    return host if colon and port.isdigit() and ":" not in host else text
