@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...model import Symptom
-from ...nvidia import xid as nv
+from ...nvidia.assess import assess_xid
+from ...nvidia.parse import XidEvent, normalise_pci
 from ...ruleset import Rule
 from ...scan import Line
 from ..context import EngineContext
@@ -263,7 +264,7 @@ def set_gpu(sym: Symptom, text: str) -> None:
     if match is None:
         return
     try:
-        sym.gpu = nv.normalise_pci(match.group(0))
+        sym.gpu = normalise_pci(match.group(0))
         sym.fields["pci"] = sym.gpu
     except ValueError:
         pass
@@ -356,9 +357,9 @@ def xid_named_cause(ctx: EngineContext, rule_: Rule) -> int:
         if sym.kind != "xid" or sym.supports or not isinstance(cause, int) or (sym.node, cause) in present:
             continue
         pci = str(sym.fields.get("pci") or sym.gpu or "0000:00:00")
-        event = nv.XidEvent(pci=pci, code=cause, gpu_instance=None, compute_instance=None, pid=None, process=None,
+        event = XidEvent(pci=pci, code=cause, gpu_instance=None, compute_instance=None, pid=None, process=None,
                             message=str(sym.fields.get("message", "")))
-        assessment = nv.assess_xid(event, _driver(ctx, sym.node))
+        assessment = assess_xid(event, _driver(ctx, sym.node))
         if assessment.role != "candidate" or assessment.responsible != "infrastructure":
             continue
         sym.role, sym.category, sym.responsible = "candidate", assessment.category, assessment.responsible
