@@ -4,45 +4,29 @@ categories and who is responsible for each reading of an ambiguous line."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from slurm_attrib.bundle import Bundle
-from slurm_attrib.engine.context import EngineContext, EngineSettings
+from slurm_attrib.engine.context import EngineContext
 from slurm_attrib.engine.outcome import root_cause, scheduler_state
 from slurm_attrib.errors import RuleError
 from slurm_attrib.model import JobFacts, Symptom
-from slurm_attrib.ruleset import Rule, RuleSet, load_ruleset
+from slurm_attrib.ruleset import Rule
 
-T0 = datetime(2026, 11, 20, 10, 30, tzinfo=timezone.utc)
-SHIPPED = load_ruleset(include_site=False)
-
-
-def shipped(rule_id: str, **params: Any) -> Rule:
-    """A shipped rule, with some of its params replaced."""
-    rule = SHIPPED.get(rule_id)
-    assert rule is not None
-    return replace(rule, params={**rule.params, **params})
+from .conftest import SHIPPED, make_context, make_symptom, shipped
 
 
 def context(state: str, *symptoms: Symptom, rules: tuple[Rule, ...] = SHIPPED.rules,
             exit_code: str = "1:0") -> EngineContext:
     job = JobFacts(job_id="7", nodes=("node-01", "node-02"), state=state, exit_code=exit_code,
                    derived_exit_code=exit_code)
-    ctx = EngineContext(bundle=Bundle(root=Path("."), job=job, files=[], node_facts={}),
-                        ruleset=RuleSet(rules=rules, version="", digest=""), settings=EngineSettings())
-    ctx.symptoms.extend(symptoms)
-    return ctx
+    return make_context(job, *symptoms, rules=rules)
 
 
 def sym(kind: str, category: str = "unknown", responsible: str = "unknown", strength: int = 0,
         **fields: Any) -> Symptom:
-    return Symptom(kind=kind, rule_id="t", node="node-02", time=T0, evidence=[], category=category,
-                   responsible=responsible, strength=strength, summary=kind, fields=dict(fields))
+    return make_symptom(kind, category, responsible, strength, **fields)
 
 
 def test_a_state_decides_the_category_and_its_log_line_is_the_root() -> None:

@@ -26,6 +26,7 @@ from ...nvidia.parse import XidEvent, normalise_pci
 from ...ruleset import Rule
 from ...scan import Line
 from ..context import EngineContext
+from ..params import str_list
 from ..registry import decoder, rule
 
 
@@ -334,11 +335,13 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
 def indeterminate_cuda_error(ctx: EngineContext, rule_: Rule) -> int:
     """A CUDA error that could be a GPU fault or a kernel bug ('unspecified launch failure', 'unknown
     error') and that no hardware fault explained carries both readings: if it leads alone, FINAL says
-    ambiguous with a GPU-hardware and an application candidate instead of guessing either."""
+    ambiguous with a candidate per category of ``params.readings`` (GPU hardware, application) instead
+    of guessing either."""
+    readings = str_list(rule_, "readings")
     count = 0
     for sym in ctx.active():
         if sym.fields.get("indeterminate") and sym.role == "candidate" and sym.supports is None:
-            sym.fields["readings"] = ["gpu_hardware", "application"]
+            sym.fields["readings"] = list(readings)
             count += 1
     return count
 
