@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from slurm_attrib.nvidia.catalog import Catalog, Nvlink5Rule, load_catalog
+from slurm_attrib.nvidia.policy import XidPolicy, load_policy
 
 __all__ = [
     "ContainmentDecode",
@@ -140,25 +141,14 @@ _CONTAIN_IDS_RE = re.compile(r"0x[0-9a-fA-F]+(?:\s*,\s*0x[0-9a-fA-F]+)*")
 _DRIVER_MAJOR_RE = re.compile(r"\s*[rR]?(?P<major>\d+)")
 
 
-#: XID 74 classes from least to most serious; the worst class of a message is the highest here.
-_XID74_CLASS_RANK: dict[str, int] = {
-    "none": 0,
-    "ignore": 1,
-    "ecc_threshold_no_uncorrectable": 2,
-    "sympathetic": 3,
-    "sympathetic_fabric_reset": 4,
-    "report_if_repeated": 5,
-    "unexpected": 6,
-    "unlisted": 7,
-    "hardware_ecc_parity": 8,
-    "marginal_signal_integrity": 9,
-    "possible_hardware": 10,
-}
 _UNLISTED_GUIDANCE = "bit not listed by NVIDIA: report a bug"
 
 
-def decode_xid74(message: str, catalog: Catalog | None = None) -> Xid74Decode | None:
-    """Decode ``NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, ...)``."""
+def decode_xid74(
+    message: str, catalog: Catalog | None = None, policy: XidPolicy | None = None
+) -> Xid74Decode | None:
+    """Decode ``NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, ...)``; the worst class is the
+    most serious by the policy's ``xid74_classes``."""
     match = _XID74_RE.search(message)
     if match is None:
         return None
@@ -174,7 +164,8 @@ def decode_xid74(message: str, catalog: Catalog | None = None) -> Xid74Decode | 
                 bits.append(Xid74Bit(index, bit, "unlisted", _UNLISTED_GUIDANCE))
             else:
                 bits.append(Xid74Bit(index, bit, rule.bit_class, rule.guidance))
-    worst = max((b.bit_class for b in bits), key=lambda c: _XID74_CLASS_RANK.get(c, 7), default="none")
+    rank = (policy if policy is not None else load_policy()).xid74_rank
+    worst = max((b.bit_class for b in bits), key=rank, default="none")
     return Xid74Decode(link=int(match["link"]), registers=registers, bits=tuple(bits), worst_class=worst)
 
 

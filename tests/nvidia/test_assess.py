@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_attrib.nvidia.assess import BUCKET_WORDS, assess_fallen_off_bus, assess_sxid, assess_xid
+from slurm_attrib.nvidia.assess import assess_fallen_off_bus, assess_sxid, assess_xid
 from slurm_attrib.nvidia.catalog import load_catalog
 from slurm_attrib.nvidia.parse import XidEvent, parse_fallen_off_bus, parse_sxid, parse_xid
+from slurm_attrib.nvidia.policy import load_policy
 
 from .conftest import SXID_LINES, XID_LINES, nvl5
 
@@ -368,7 +369,7 @@ def test_every_catalog_bucket_has_words() -> None:
     }
     buckets |= {r.action for r in catalog.nvlink5_rules} | {r.investigatory for r in catalog.nvlink5_rules}
     buckets |= {r.action2 for r in catalog.nvlink5_rules}
-    missing = {b for b in buckets if b is not None and b not in BUCKET_WORDS}
+    missing = {b for b in buckets if b is not None and b not in load_policy().bucket_words}
     assert missing == set()
 
 
