@@ -46,7 +46,7 @@ def parse_nvidia_smi_xml(data: bytes) -> dict[str, Any]:
 
     Raises ValueError when ``data`` is not an ``nvidia_smi_log`` document.
     """
-    from slurm_attrib.nvidia.xid import normalise_pci
+    from slurm_attrib.nvidia.parse import normalise_pci
 
     try:
         root = ET.fromstring(data)

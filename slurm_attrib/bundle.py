@@ -254,7 +254,7 @@ def _load_node_facts(root: Path, problems: list[str]) -> dict[str, NodeFacts]:
 
 
 def _gpus(value: Any) -> tuple[tuple[str, str, int], ...]:
-    from .nvidia.xid import normalise_pci
+    from .nvidia.parse import normalise_pci
 
     if not isinstance(value, list):
         return ()

@@ -201,9 +201,10 @@ def _kinds_in(value: Any, key: str) -> list[tuple[str, str]]:
 
 
 def _in_kinds_list(key: str) -> bool:
-    """``params.classes.x.kinds.3``: an item of a list held under a kinds key."""
-    parent, _, last = key.rpartition(".")
-    return last.isdigit() and parent.rsplit(".", 1)[-1].endswith(("kind", "kinds"))
+    """``params.classes.x.kinds.3`` (an item of a list held under a kinds key) or
+    ``params.evidence_kinds.job_limit`` (a value of a mapping held under one)."""
+    parent = key.rpartition(".")[0]
+    return parent.rsplit(".", 1)[-1].endswith(("kind", "kinds"))
 
 
 class Fixtures(Validator):

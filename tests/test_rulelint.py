@@ -72,6 +72,13 @@ def test_kinds_are_found_under_any_params_key_ending_in_kind_or_kinds() -> None:
     assert not [key for key, _ in named if ".categories." in key or key.endswith(".scope")]
 
 
+def test_kinds_held_as_values_of_a_kinds_mapping_are_found() -> None:
+    """final.scheduler_state maps category → the kind of Slurm's own line (params.evidence_kinds)."""
+    rule = load_ruleset(include_site=False).get("final.scheduler_state")
+    assert rule is not None
+    assert ("params.evidence_kinds.job_limit", "slurm_time_limit") in kinds_named(rule)
+
+
 def test_bundled_kinds_are_all_emitted() -> None:
     issues = [str(i) for i in lint(load_ruleset(include_site=False), baseline=False) if "(kinds)" in i.message]
     assert issues == []

@@ -16,10 +16,12 @@ from ..ruleset import Rule, RuleSet, load_ruleset, python_part_problem, site_rul
 from ..timestamps import parse_line_time
 from . import registry
 from .context import EngineContext, EngineSettings
-from .extract import Extractor, split_rank, time_context
+from .extract import Extractor
 from .filters import run_declarative_filter
 from .outcome import run_declarative_post
+from .ranks import split_rank
 from .report import build_diagnosis
+from .timeinfer import time_context
 
 __all__ = ["Engine", "EngineSettings", "diagnose_path"]
 

@@ -11,10 +11,21 @@ import re
 from typing import Any
 
 from ..model import Symptom
-from ..nvidia import xid as nv
+from ..nvidia.assess import XidAssessment, assess_sxid, assess_xid
+from ..nvidia.decode import decode_containment, decode_nvlink5, decode_xid74, decode_xid154
+from ..nvidia.parse import (
+    XidEvent,
+    caused_by_previous,
+    normalise_pci,
+    parse_fallen_off_bus,
+    parse_gpu_uuid,
+    parse_sxid,
+    parse_xid,
+)
 from ..scan import Line
 from .context import EngineContext
-from .extract import match_node, split_rank, stream_key
+from .nodes import match_node
+from .ranks import split_rank, stream_key
 from .registry import decoder
 
 _TRACEBACK_HEAD = "Traceback (most recent call last)"
@@ -25,14 +36,14 @@ def _driver(ctx: EngineContext, node: str | None) -> str | None:
     return facts.driver_version if facts else None
 
 
-def _apply(sym: Symptom, assessment: nv.XidAssessment) -> None:
+def _apply(sym: Symptom, assessment: XidAssessment) -> None:
     sym.role, sym.category, sym.responsible = assessment.role, assessment.category, assessment.responsible
     sym.strength, sym.summary, sym.actions = assessment.strength, assessment.summary, assessment.actions
 
 
 @decoder("nvidia_xid")
 def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    event = nv.parse_xid(extra["text"])
+    event = parse_xid(extra["text"])
     if event is None:
         return False
     sym.gpu = event.pci
@@ -41,25 +52,25 @@ def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
                        ("compute_instance", event.compute_instance)):
         if value is not None:
             sym.fields[key] = value
-    previous = nv.caused_by_previous(event.message)
+    previous = caused_by_previous(event.message)
     if previous is not None:
         sym.fields["caused_by_xid"] = previous
-    _apply(sym, nv.assess_xid(event, _driver(ctx, sym.node)))
+    _apply(sym, assess_xid(event, _driver(ctx, sym.node)))
     sym.fields.update(_xid_details(event, _driver(ctx, sym.node)))
     return True
 
 
-def _xid_details(event: nv.XidEvent, driver: str | None) -> dict[str, Any]:
+def _xid_details(event: XidEvent, driver: str | None) -> dict[str, Any]:
     """The decoded payload of the Xids that carry one, as plain data for the diagnosis."""
     decoded: Any = None
     if event.code == 74:
-        decoded = nv.decode_xid74(event.message)
+        decoded = decode_xid74(event.message)
     elif 144 <= event.code <= 150:
-        decoded = nv.decode_nvlink5(event.code, event.message, driver)
+        decoded = decode_nvlink5(event.code, event.message, driver)
     elif event.code == 154:
-        decoded = nv.decode_xid154(event.message)
+        decoded = decode_xid154(event.message)
     elif event.code in (94, 95):
-        decoded = nv.decode_containment(event.message)
+        decoded = decode_containment(event.message)
     return {"decoded": _plain(decoded)} if decoded is not None else {}
 
 
@@ -76,7 +87,7 @@ def _plain(value: Any) -> Any:
 
 @decoder("nvidia_gpu_uuid")
 def decode_uuid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    parsed = nv.parse_gpu_uuid(extra["text"])
+    parsed = parse_gpu_uuid(extra["text"])
     if parsed is None:
         return False
     sym.gpu, sym.fields["uuid"] = parsed
@@ -86,23 +97,23 @@ def decode_uuid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
 
 @decoder("nvidia_sxid")
 def decode_sxid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    event = nv.parse_sxid(extra["text"])
+    event = parse_sxid(extra["text"])
     if event is None:
         return False
     sym.fields.update(_plain(event))
-    _apply(sym, nv.assess_sxid(event))
+    _apply(sym, assess_sxid(event))
     return True
 
 
 @decoder("nvidia_fallen_off_bus")
 def decode_fallen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     joined = " ".join([extra["text"], *line.following(3)])
-    pci = nv.parse_fallen_off_bus(joined)
+    pci = parse_fallen_off_bus(joined)
     if pci is None or "fallen off the bus" not in joined:
         return False
     sym.gpu = pci
     sym.fields["pci"] = pci
-    _apply(sym, nv.assess_xid(nv.XidEvent(pci=pci, code=79, gpu_instance=None, compute_instance=None, pid=None,
+    _apply(sym, assess_xid(XidEvent(pci=pci, code=79, gpu_instance=None, compute_instance=None, pid=None,
                                           process=None, message="GPU has fallen off the bus"),
                               _driver(ctx, sym.node)))
     return True
@@ -224,7 +235,7 @@ def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     facts = ctx.bundle.facts_for(sym.node)
     device = sym.fields.get("device")
     if isinstance(device, str):
-        pci = nv.normalise_pci(device)
+        pci = normalise_pci(device)
         if facts and facts.uuid_for(pci) is not None:
             sym.gpu = pci
     return True
@@ -246,7 +257,7 @@ def decode_dcgm(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     sym.fields["value"] = int(value) if value.is_integer() else value
     if labels.get("pci_bus_id"):
         try:
-            sym.gpu = nv.normalise_pci(labels["pci_bus_id"])
+            sym.gpu = normalise_pci(labels["pci_bus_id"])
             sym.fields["pci"] = sym.gpu
         except ValueError:
             pass

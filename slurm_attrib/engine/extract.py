@@ -4,69 +4,21 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from datetime import datetime
 from typing import Any, Optional
 
 from ..bundle import BundleFile
-from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, JobFacts, Symptom
+from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
 from ..ruleset import Rule
 from ..scan import Line, Prefilter, ScanStats, open_evidence, scan_stream
-from ..slurm.parse import parsable_rows
-from ..slurm.states import FAILED_STATES, normalise
-from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_iso, parse_line_time, zone_from_name
+from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_line_time
 from . import prefilter as prefilters
 from .context import EngineContext
+from .nodes import resolve_node, resolve_peer
+from .ranks import Stream, global_rank, split_rank, stream_key
 from .registry import DECODERS, RULES
-from .registry import rule as register_rule
+from .timeinfer import infer_time, next_time, time_context
 
-_RANK_PREFIX = re.compile(r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )")
-_PORT_SUFFIX = re.compile(r"(?:<\d+>|%[\w.]+|:\d+)+$")
 INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
-
-
-Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
-
-
-def split_rank(text: str) -> tuple[Optional[Stream], str]:
-    """Strip srun ``--label`` (``9: ``), PyTorch (``[rank9]:``) and torchrun (``[default9]:``, a LOCAL
-    rank) prefixes; return which stream the line belongs to (None without a prefix) and the rest."""
-    label = rank = local = None
-    found = False
-    while True:
-        match = _RANK_PREFIX.match(text)
-        if not match:
-            return ((label, rank, local) if found else None), text
-        found = True
-        if match.group(1) is not None and rank is None:
-            rank = int(match.group(1))
-        elif match.group(2) is not None and local is None:
-            local = int(match.group(2))
-        elif match.group(3) is not None and label is None:
-            label = int(match.group(3))
-        text = text[match.end():]
-
-
-def stream_key(stream: Optional[Stream]) -> Optional[tuple[Optional[int], Optional[int]]]:
-    """Which rank's output a line is, whatever mix of prefixes carries it: ``9: [rank9]:`` and ``9: ``
-    are the same stream."""
-    if stream is None:
-        return None
-    label, rank, local = stream
-    return (rank if rank is not None else label, local)
-
-
-def global_rank(stream: Optional[Stream], node: Optional[str], job: JobFacts) -> tuple[Optional[int], Optional[int]]:
-    """(global rank, local rank) of a stream: ``[rankN]`` is global; a torchrun ``[defaultN]`` is local
-    to its node (global through the node's sorted ranks); a bare srun label is the task = the rank."""
-    if stream is None:
-        return None, None
-    label, rank, local = stream
-    if rank is not None:
-        return rank, local
-    if local is not None:
-        node_ranks = job.node_ranks(node) if node else []
-        return (node_ranks[local] if local < len(node_ranks) else None), local
-    return label, None
 
 
 class AnchorIndex:
@@ -155,23 +107,6 @@ def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -
         cov.notes.append(f"{bf.rel}: {stats.nul_bytes} NUL byte(s) (binary garbage or a torn write)")
 
 
-def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
-    """The TimeContext for a node's lines: job window, the node's zone and boot time."""
-    facts = ctx.bundle.facts_for(node)
-    if facts and facts.timezone:
-        zone_name, source = facts.timezone, f"facts/{node}.yaml"
-    else:
-        zone_name, source = ctx.job.timezone or "UTC", ctx.job.timezone_source
-    try:
-        zone = zone_from_name(zone_name)
-    except ValueError:
-        ctx.assumptions.add(f"unknown time zone {zone_name!r}; UTC assumed")
-        zone_name, source, zone = "UTC", "default", zone_from_name("UTC")
-    label = f"{zone_name} (from {source})" if source != "default" else f"{zone_name} (no zone in the node facts or job)"
-    return TimeContext(window_start=ctx.window_start, window_end=ctx.window_end, zone=zone,
-                       zone_name=label, boot_time=facts.boot_time if facts else None)
-
-
 class _LineHandler:
     """Called for every prefilter hit of one file."""
 
@@ -181,11 +116,11 @@ class _LineHandler:
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
-        """Like :func:`_infer_time`, but stops at the last hit line of the same stream whose stamp is
+        """Like :func:`infer_time`, but stops at the last hit line of the same stream whose stamp is
         already known, so a burst of unstamped hits costs what lies between them, not 200 lines each."""
         known = self._seen.get(stream_key(stream))
         limit = min(200, line.lineno - known[0] - 1) if known else 200
-        found = _infer_time(line, stream, self.timectx, limit, want_any=known is None)
+        found = infer_time(line, stream, self.timectx, limit, want_any=known is None)
         if found is None and known is not None:
             found = known[1]
         if found is not None:
@@ -204,7 +139,7 @@ class _LineHandler:
                 stamp = self._stamp(line, text, stream)
             groups = match.groupdict()
             if "time taken from a preceding line" in stamp.assumptions:
-                upper = _next_time(line, stream, self.timectx)
+                upper = next_time(line, stream, self.timectx)
                 groups["time_inferred"] = "preceding line"
                 if upper is not None:
                     groups["time_upper"] = format_utc(upper)
@@ -266,79 +201,6 @@ def _typed(key: str, value: str) -> Any:
     return value.strip()
 
 
-def _infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: int = 200,
-                want_any: bool = True) -> Optional[ParsedStamp]:
-    """The stamp of the nearest preceding line of the same rank (or, with ``want_any``, of any line)."""
-    fallback: Optional[ParsedStamp] = None
-    wanted = stream_key(rank)
-    for count, previous in enumerate(line.preceding(limit)):
-        if fallback is not None and count > 50:
-            break
-        prev_rank, rest = split_rank(previous)
-        same = stream_key(prev_rank) == wanted
-        if not same and (fallback is not None or not want_any):
-            continue
-        stamp = parse_line_time(rest, timectx)
-        if stamp.time is None:
-            continue
-        if same:
-            return stamp
-        if fallback is None and want_any:
-            fallback = stamp
-    return fallback
-
-
-def _next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optional[datetime]:
-    """The stamp of the next line of the same rank (else of any rank): an upper bound for an
-    unstamped line."""
-    fallback: Optional[datetime] = None
-    wanted = stream_key(rank)
-    for count, following in enumerate(line.following(100)):
-        if fallback is not None and count > 20:
-            break
-        next_rank, rest = split_rank(following)
-        same = stream_key(next_rank) == wanted
-        if not same and fallback is not None:
-            continue
-        stamp = parse_line_time(rest, timectx)
-        if stamp.time is None:
-            continue
-        if same:
-            return stamp.time
-        fallback = fallback or stamp.time
-    return fallback
-
-
-def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
-                 host: Any) -> Optional[str]:
-    """Host named in the line, else the rank's node, else the node the file belongs to."""
-    if isinstance(host, str) and host:
-        named = match_node(ctx.job.nodes, host)
-        if named:
-            return named
-    if rank is not None:
-        mapped = ctx.job.rank_node(rank)
-        if mapped:
-            return mapped
-    if file_node is None and len(ctx.job.nodes) == 1:
-        return ctx.job.nodes[0]  # a one-node job: whatever happened, happened there
-    return file_node
-
-
-def match_node(nodes: tuple[str, ...], name: str) -> Optional[str]:
-    """``node-03`` or ``node-03.cluster.example`` → ``node-03`` when it is one of ``nodes``."""
-    if name in nodes:
-        return name
-    short = name.split(".", 1)[0]
-    return short if short in nodes else None
-
-
-def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
-    """An NCCL/IB peer (``10.0.0.3<54862>``, ``fe80::1%ib0<5>``, ``node-03``) → a job node."""
-    bare = _PORT_SUFFIX.sub("", peer.strip()) if "<" in peer or "%" in peer else peer.strip()
-    return match_node(ctx.job.nodes, bare) or ctx.job.node_for_address(bare)
-
-
 class _Defaults(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return ""
@@ -352,82 +214,3 @@ def render_summary(template: str, sym: Symptom) -> str:
         return template.format_map(values)[:300]
     except (ValueError, IndexError, KeyError, AttributeError):
         return template[:300]
-
-
-def latest_time(sym: Symptom) -> Optional[datetime]:
-    """The latest the symptom can have happened: its own stamp, or the upper bound of an unstamped
-    line (the next stamped line of the same rank); None when an unstamped line has no bound."""
-    upper = sym.fields.get("time_upper")
-    if isinstance(upper, str):
-        return parse_iso(upper)
-    return None if sym.fields.get("time_inferred") else sym.time
-
-
-@register_rule("scheduler.job_state")
-def job_state(ctx: EngineContext, rule_: Rule) -> int:
-    """The job's final state and exit codes from job.yaml / sacct, as a symptom with its evidence."""
-    job = ctx.job
-    if not job.state and job.job_id == "unknown":
-        return 0
-    line = _job_yaml_line(ctx, "state")
-    raw = f"state: {job.state} exit_code: {job.exit_code} derived_exit_code: {job.derived_exit_code}"
-    evidence = EvidenceRef(source="scheduler", node=None, file="job.yaml", line=line, offset=0,
-                           time=job.end, raw=raw)
-    ctx.symptoms.append(Symptom(kind="job_state", rule_id=rule_.id, node=None, time=job.end, evidence=[evidence],
-                                fields={"state": job.state, "exit_code": job.exit_code,
-                                        "derived_exit_code": job.derived_exit_code},
-                                role="context", summary=f"slurm job state {job.state or '?'} "
-                                f"exit {job.exit_code} derived {job.derived_exit_code}"))
-    return 1
-
-
-def _job_yaml_line(ctx: EngineContext, key: str) -> int:
-    try:
-        with open_evidence(ctx.bundle.root / "job.yaml") as handle:
-            for number, raw in enumerate(handle.read(1 << 20).splitlines(), start=1):
-                if raw.lstrip().startswith(key.encode() + b":"):
-                    return number
-    except OSError:
-        pass
-    return 0
-
-
-@register_rule("scheduler.sacct_steps")
-def sacct_steps(ctx: EngineContext, rule_: Rule) -> int:
-    """Failed steps from ``sacct --parsable2`` output in the bundle (``sacct/*.txt``, header line
-    first), each with its file and line as evidence."""
-    count = 0
-    for bf in ctx.bundle.files:
-        if bf.source != "scheduler" or not bf.rel.endswith(".txt"):
-            continue
-        cov = ctx.coverage_for("sacct")
-        cov.files += 1
-        try:
-            with open_evidence(bf.path) as handle:
-                lines = handle.read(4 << 20).decode("utf-8", errors="replace").splitlines()
-        except OSError as exc:
-            cov.notes.append(f"{bf.rel}: cannot read: {exc.strerror or exc}")
-            continue
-        cov.lines += len(lines)
-        found = _sacct_records(ctx, rule_, bf.rel, lines)
-        cov.symptoms += found
-        count += found
-    return count
-
-
-def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) -> int:
-    found = 0
-    for parsed in parsable_rows(lines):
-        row = parsed.cells
-        step, state = row.get("jobid", ""), normalise(row.get("state", ""))
-        if "." not in step or state not in FAILED_STATES:
-            continue
-        evidence = EvidenceRef(source="scheduler", node=None, file=rel, line=parsed.number, offset=0, time=None,
-                               raw=parsed.line[:RAW_LINE_CAP])
-        fields = {"step": step, "state": state, "exit_code": row.get("exitcode", ""),
-                  "nodelist": row.get("nodelist", "")}
-        ctx.symptoms.append(Symptom(kind="step_state", rule_id=rule_.id, node=None, time=None, evidence=[evidence],
-                                    fields=fields, role="context",
-                                    summary=f"step {step} {state.lower()} exit {fields['exit_code']}"))
-        found += 1
-    return found

@@ -12,8 +12,8 @@ from ..model import Symptom
 from ..ruleset import Rule
 from ..timestamps import format_utc
 from .context import EngineContext
-from .extract import latest_time
 from .registry import rule
+from .timeinfer import latest_time
 
 
 def matches_when(when: dict[str, Any], sym: Symptom) -> bool:

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Optional
 
+from ..errors import RuleError
 from ..model import Symptom
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
+from .params import record_map, str_list, str_map
 from .registry import rule
-
-# Slurm job state → (category, responsible) when the scheduler itself ended the job.
-STATE_OUTCOMES = {
-    "TIMEOUT": ("job_limit", "workload"),
-    "DEADLINE": ("job_limit", "workload"),
-    "PREEMPTED": ("preempted", "scheduler"),
-    "CANCELLED": ("cancelled", "workload"),
-    "NODE_FAIL": ("node_failure", "infrastructure"),
-    "BOOT_FAIL": ("node_failure", "infrastructure"),
-    "OUT_OF_MEMORY": ("host_oom", "workload"),
-}
-SUCCESS_STATES = ("COMPLETED",)  # a job still RUNNING or COMPLETING has not ended: never "did not fail"
-# A shared service failed (the file system), not the node that saw it: never a culprit node.
-SHARED_CATEGORIES = ("storage",)
 
 
 def _describe(sym: Symptom) -> str:
@@ -43,14 +31,33 @@ def _decide(ctx: EngineContext, rule_: Rule, **values: object) -> int:
     return 1
 
 
+@dataclass(frozen=True)
+class _StatePolicy:
+    """final.scheduler_state's params: Slurm state → (category, responsible) when the scheduler itself
+    ended the job, the states Slurm's memory enforcement records, and per category the kind of the
+    log line in which Slurm said why it ended the job."""
+
+    outcomes: dict[str, tuple[str, ...]]
+    memory_kill_states: tuple[str, ...]
+    evidence_kinds: dict[str, str]
+
+    @classmethod
+    def of(cls, rule_: Rule) -> _StatePolicy:
+        return cls(outcomes=record_map(rule_, "state_outcomes", ("category", "responsible")),
+                   memory_kill_states=str_list(rule_, "memory_kill_states"),
+                   evidence_kinds=str_map(rule_, "evidence_kinds"))
+
+
 @rule("final.scheduler_state")
 def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
-    """TIMEOUT, PREEMPTED, CANCELLED, NODE_FAIL and OUT_OF_MEMORY decide the category, unless a
-    strong infrastructure fault in the window explains why the job hung or was killed."""
+    """A state the scheduler ended the job in (params.state_outcomes: TIMEOUT, PREEMPTED, CANCELLED,
+    NODE_FAIL, OUT_OF_MEMORY...) decides the category, unless a strong infrastructure fault in the
+    window explains why the job hung or was killed."""
+    policy = _StatePolicy.of(rule_)
     state = ctx.job.state
-    if state not in STATE_OUTCOMES or ctx.outcome.decided_by:
+    if state not in policy.outcomes or ctx.outcome.decided_by:
         return 0
-    category, responsible = STATE_OUTCOMES[state]
+    category, responsible = policy.outcomes[state]
     leader = ctx.leaders[0] if ctx.leaders else None
     threshold = int(rule_.params.get("hardware_overrides_at", 80))
     if state != "NODE_FAIL" and leader and leader.responsible == "infrastructure" and leader.strength >= threshold:
@@ -60,21 +67,19 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         return _node_failure(ctx, rule_, leader)
     culprits: list[str] = []
     root: Optional[Symptom] = None
-    if state in ("CANCELLED", "OUT_OF_MEMORY") and leader is not None and leader.category == "host_oom":
+    if state in policy.memory_kill_states and leader is not None and leader.category == "host_oom":
         # Slurm's memory enforcement kills the job and records CANCELLED (or OUT_OF_MEMORY)
         category, responsible = "host_oom", leader.responsible
-        root, culprits = leader, _blamed(leader)
+        root, culprits = leader, _blamed(leader, _shared_categories(ctx))
     state_sym = next((s for s in ctx.symptoms if s.kind == "job_state"), None)
-    root = root or _state_evidence(ctx, category) or state_sym
+    root = root or _state_evidence(ctx, policy.evidence_kinds.get(category)) or state_sym
     summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
     return _decide(ctx, rule_, status="attributed", category=category, responsible=responsible, root=root,
                    culprit_nodes=culprits, summary=summary)
 
 
-def _state_evidence(ctx: EngineContext, category: str) -> Optional[Symptom]:
+def _state_evidence(ctx: EngineContext, wanted: Optional[str]) -> Optional[Symptom]:
     """The log line in which Slurm said why it ended the job (time limit, cancel, preemption)."""
-    kinds = {"job_limit": "slurm_time_limit", "cancelled": "slurm_cancelled", "preempted": "slurm_preempted"}
-    wanted = kinds.get(category)
     found = [s for s in ctx.active() if s.kind == wanted]
     return min(found, key=Symptom.sort_key) if found else None
 
@@ -96,6 +101,15 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
                    responsible="infrastructure", root=root, culprit_nodes=culprits,
                    summary=f"node failure: {named} stopped answering",
                    annotations=list(ctx.outcome.annotations))
+
+
+def _shared_categories(ctx: EngineContext) -> tuple[str, ...]:
+    """Categories of a shared service (final.root_cause owns the table, params.shared_categories)."""
+    owner = ctx.ruleset.get("final.root_cause")
+    if owner is None:
+        raise RuleError("final.scheduler_state blames nodes by final.root_cause's params.shared_categories, "
+                        "and that rule is not loaded")
+    return str_list(owner, "shared_categories")
 
 
 @rule("final.root_cause")
@@ -131,26 +145,23 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     if ctx.leaders:
         root = ctx.leaders[0]
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
-                       root=root, culprit_nodes=_blamed(root), summary=_describe(root),
-                       annotations=notes)
+                       root=root, culprit_nodes=_blamed(root, str_list(rule_, "shared_categories")),
+                       summary=_describe(root), annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
-                   summary=_unattributed_summary(ctx), annotations=notes)
+                   summary=_unattributed_summary(ctx, str_list(rule_, "success_states")), annotations=notes)
 
 
 def _two_readings(ctx: EngineContext, rule_: Rule) -> list[Symptom]:
     """A sole leader whose own text cannot tell hardware from software (``fields.readings``, set by the
     rule that judged it: a CUDA 'unspecified launch failure' or 'unknown error' alone): one candidate per
-    reading."""
+    reading, responsible as ``params.responsible_of`` says."""
     if len(ctx.leaders) != 1:
         return []
     leader = ctx.leaders[0]
     readings = leader.fields.get("readings") or []
-    return [replace(leader, category=str(c), responsible=_RESPONSIBLE_OF.get(str(c), "unknown"), notes=[*leader.notes])
+    responsible_of = str_map(rule_, "responsible_of")
+    return [replace(leader, category=str(c), responsible=responsible_of.get(str(c), "unknown"), notes=[*leader.notes])
             for c in readings]
-
-
-_RESPONSIBLE_OF = {"gpu_hardware": "infrastructure", "gpu_memory": "infrastructure", "nvlink": "infrastructure",
-                   "network": "infrastructure", "application": "workload"}
 
 
 def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
@@ -165,10 +176,11 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     return sorted(first_per_node.values(), key=Symptom.sort_key)
 
 
-def _blamed(root: Symptom) -> list[str]:
+def _blamed(root: Symptom, shared_categories: tuple[str, ...]) -> list[str]:
     """Location is not blame: only an infrastructure root puts its node among the culprits; a workload
-    error's node and rank are its location (root_cause.node/rank), never a culprit."""
-    if root.category in SHARED_CATEGORIES:
+    error's node and rank are its location (root_cause.node/rank), never a culprit; nor is the node that
+    saw a shared service (the file system) fail."""
+    if root.category in shared_categories:
         return []
     return [root.node] if root.node and root.responsible == "infrastructure" else []
 
@@ -178,9 +190,11 @@ def _common(symptoms: list[Symptom], attr: str) -> str:
     return values.pop() if len(values) == 1 else "unknown"
 
 
-def _unattributed_summary(ctx: EngineContext) -> str:
+def _unattributed_summary(ctx: EngineContext, success_states: tuple[str, ...]) -> str:
+    """Why nothing was attributed; a job that ended in a success state with exit 0 did not fail (a job
+    still RUNNING or COMPLETING has not ended, so it never did "not fail")."""
     job = ctx.job
-    if job.state in SUCCESS_STATES and job.exit_code in ("0:0", "0") and job.derived_exit_code in ("0:0", "0"):
+    if job.state in success_states and job.exit_code in ("0:0", "0") and job.derived_exit_code in ("0:0", "0"):
         return "the job did not fail; nothing to attribute"
     cascades = [s for s in ctx.active() if s.role == "cascade"]
     if cascades:

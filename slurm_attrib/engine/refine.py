@@ -15,10 +15,9 @@ from ..model import Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
-from .extract import latest_time
+from .params import str_list
 from .registry import rule
-
-HARDWARE_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink", "network", "node_failure", "storage")
+from .timeinfer import latest_time
 
 
 @rule("refine.gpu_identity")
@@ -124,9 +123,11 @@ def causal_model(ctx: EngineContext, rule_: Rule) -> int:
 @rule("refine.app_errors_explained_by_hardware")
 def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     """A CUDA/application error on a node where a hardware fault happened shortly before is a
-    consequence of that fault: it becomes a cascade supporting it."""
+    consequence of that fault: it becomes a cascade supporting it. A hardware fault is a kernel-log
+    infrastructure candidate at least ``params.min_cause_strength`` strong."""
+    threshold = int(rule_.params.get("min_cause_strength", 60))
     hardware = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure"
-                and s.evidence and s.evidence[0].source == "kernel" and s.strength >= 60]
+                and s.evidence and s.evidence[0].source == "kernel" and s.strength >= threshold]
     count = 0
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
@@ -255,12 +256,14 @@ def demote_cascades(ctx: EngineContext, rule_: Rule) -> int:
 
 @rule("refine.dcgm_corroboration")
 def dcgm_corroboration(ctx: EngineContext, rule_: Rule) -> int:
-    """DCGM samples on the GPU of a kernel candidate support it; the candidate notes the sample."""
+    """DCGM samples (``params.corroborating_kinds``) on the GPU of a kernel candidate support it; the
+    candidate notes the sample."""
+    kinds = str_list(rule_, "corroborating_kinds")
     kernel = [s for s in ctx.active() if s.role == "candidate" and s.gpu and s.evidence
               and s.evidence[0].source == "kernel"]
     count = 0
     for sym in ctx.active():
-        if sym.kind not in ("dcgm_xid", "dcgm_memory_error") or sym.gpu is None:
+        if sym.kind not in kinds or sym.gpu is None:
             continue
         target = next((k for k in sorted(kernel, key=Symptom.sort_key)
                        if k.node == sym.node and k.gpu == sym.gpu), None)

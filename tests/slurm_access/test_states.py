@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 import slurm_attrib.slurm as slurm_package
-from slurm_attrib.engine import outcome
 from slurm_attrib.finalizer import jobinfo
+from slurm_attrib.ruleset import load_ruleset
 from slurm_attrib.slurm import base, cli_backend, states
 
 
@@ -50,9 +51,16 @@ def test_every_name_normalises_to_itself() -> None:
     assert [states.normalise(s) for s in states.JOB_STATES] == list(states.JOB_STATES)
 
 
+def _params(rule_id: str) -> dict[str, Any]:
+    rule = load_ruleset(include_site=False).get(rule_id)
+    assert rule is not None
+    return rule.params
+
+
 @pytest.mark.parametrize("table, names", [
-    ("engine.outcome.STATE_OUTCOMES", list(outcome.STATE_OUTCOMES)),
-    ("engine.outcome.SUCCESS_STATES", list(outcome.SUCCESS_STATES)),
+    ("final.scheduler_state params.state_outcomes", list(_params("final.scheduler_state")["state_outcomes"])),
+    ("final.scheduler_state params.memory_kill_states", _params("final.scheduler_state")["memory_kill_states"]),
+    ("final.root_cause params.success_states", _params("final.root_cause")["success_states"]),
     ("slurm.base.SlurmAccess.node_history default", list(base.HISTORY_STATES)),
     ("slurm.cli_backend.FAILED_STATES", list(cli_backend.FAILED_STATES)),
     ("finalizer.jobinfo.REQUEUED_STATES", list(jobinfo.REQUEUED_STATES)),

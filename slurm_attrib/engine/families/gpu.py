@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...model import Symptom
-from ...nvidia import xid as nv
+from ...nvidia.assess import assess_xid
+from ...nvidia.parse import XidEvent, normalise_pci
 from ...ruleset import Rule
 from ...scan import Line
 from ..context import EngineContext
+from ..params import str_list
 from ..registry import decoder, rule
 
 
@@ -263,7 +265,7 @@ def set_gpu(sym: Symptom, text: str) -> None:
     if match is None:
         return
     try:
-        sym.gpu = nv.normalise_pci(match.group(0))
+        sym.gpu = normalise_pci(match.group(0))
         sym.fields["pci"] = sym.gpu
     except ValueError:
         pass
@@ -333,11 +335,13 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
 def indeterminate_cuda_error(ctx: EngineContext, rule_: Rule) -> int:
     """A CUDA error that could be a GPU fault or a kernel bug ('unspecified launch failure', 'unknown
     error') and that no hardware fault explained carries both readings: if it leads alone, FINAL says
-    ambiguous with a GPU-hardware and an application candidate instead of guessing either."""
+    ambiguous with a candidate per category of ``params.readings`` (GPU hardware, application) instead
+    of guessing either."""
+    readings = str_list(rule_, "readings")
     count = 0
     for sym in ctx.active():
         if sym.fields.get("indeterminate") and sym.role == "candidate" and sym.supports is None:
-            sym.fields["readings"] = ["gpu_hardware", "application"]
+            sym.fields["readings"] = list(readings)
             count += 1
     return count
 
@@ -356,9 +360,9 @@ def xid_named_cause(ctx: EngineContext, rule_: Rule) -> int:
         if sym.kind != "xid" or sym.supports or not isinstance(cause, int) or (sym.node, cause) in present:
             continue
         pci = str(sym.fields.get("pci") or sym.gpu or "0000:00:00")
-        event = nv.XidEvent(pci=pci, code=cause, gpu_instance=None, compute_instance=None, pid=None, process=None,
+        event = XidEvent(pci=pci, code=cause, gpu_instance=None, compute_instance=None, pid=None, process=None,
                             message=str(sym.fields.get("message", "")))
-        assessment = nv.assess_xid(event, _driver(ctx, sym.node))
+        assessment = assess_xid(event, _driver(ctx, sym.node))
         if assessment.role != "candidate" or assessment.responsible != "infrastructure":
             continue
         sym.role, sym.category, sym.responsible = "candidate", assessment.category, assessment.responsible

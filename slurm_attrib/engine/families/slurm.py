@@ -1,14 +1,18 @@
-"""Decoders for Slurm's own step errors (srun / slurmstepd): whose fault a launch failure is."""
+"""Slurm's own evidence: the scheduler rules that read the job's state and its failed steps (job.yaml,
+sacct output), and the decoders for srun / slurmstepd step errors (whose fault a launch failure is)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from ...model import Symptom
-from ...scan import Line
+from ...model import RAW_LINE_CAP, EvidenceRef, Symptom
+from ...ruleset import Rule
+from ...scan import Line, open_evidence
+from ...slurm.parse import parsable_rows
+from ...slurm.states import FAILED_STATES, normalise
 from ..context import EngineContext
-from ..registry import decoder
+from ..registry import decoder, rule
 
 # Reasons slurmd gives for a task launch that the job itself caused: its program, its files.
 _JOB_REASONS = re.compile(r"No such file or directory|Permission denied|Exec format error|Not a directory|"
@@ -31,3 +35,73 @@ def decode_execve(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
         sym.category, sym.responsible, sym.strength = "node_failure", "infrastructure", 60
         sym.summary = f"the node's slurmd spool lost the batch script ({program})"
     return True
+
+
+@rule("scheduler.job_state")
+def job_state(ctx: EngineContext, rule_: Rule) -> int:
+    """The job's final state and exit codes from job.yaml / sacct, as a symptom with its evidence."""
+    job = ctx.job
+    if not job.state and job.job_id == "unknown":
+        return 0
+    line = _job_yaml_line(ctx, "state")
+    raw = f"state: {job.state} exit_code: {job.exit_code} derived_exit_code: {job.derived_exit_code}"
+    evidence = EvidenceRef(source="scheduler", node=None, file="job.yaml", line=line, offset=0,
+                           time=job.end, raw=raw)
+    ctx.symptoms.append(Symptom(kind="job_state", rule_id=rule_.id, node=None, time=job.end, evidence=[evidence],
+                                fields={"state": job.state, "exit_code": job.exit_code,
+                                        "derived_exit_code": job.derived_exit_code},
+                                role="context", summary=f"slurm job state {job.state or '?'} "
+                                f"exit {job.exit_code} derived {job.derived_exit_code}"))
+    return 1
+
+
+def _job_yaml_line(ctx: EngineContext, key: str) -> int:
+    try:
+        with open_evidence(ctx.bundle.root / "job.yaml") as handle:
+            for number, raw in enumerate(handle.read(1 << 20).splitlines(), start=1):
+                if raw.lstrip().startswith(key.encode() + b":"):
+                    return number
+    except OSError:
+        pass
+    return 0
+
+
+@rule("scheduler.sacct_steps")
+def sacct_steps(ctx: EngineContext, rule_: Rule) -> int:
+    """Failed steps from ``sacct --parsable2`` output in the bundle (``sacct/*.txt``, header line
+    first), each with its file and line as evidence."""
+    count = 0
+    for bf in ctx.bundle.files:
+        if bf.source != "scheduler" or not bf.rel.endswith(".txt"):
+            continue
+        cov = ctx.coverage_for("sacct")
+        cov.files += 1
+        try:
+            with open_evidence(bf.path) as handle:
+                lines = handle.read(4 << 20).decode("utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            cov.notes.append(f"{bf.rel}: cannot read: {exc.strerror or exc}")
+            continue
+        cov.lines += len(lines)
+        found = _sacct_records(ctx, rule_, bf.rel, lines)
+        cov.symptoms += found
+        count += found
+    return count
+
+
+def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) -> int:
+    found = 0
+    for parsed in parsable_rows(lines):
+        row = parsed.cells
+        step, state = row.get("jobid", ""), normalise(row.get("state", ""))
+        if "." not in step or state not in FAILED_STATES:
+            continue
+        evidence = EvidenceRef(source="scheduler", node=None, file=rel, line=parsed.number, offset=0, time=None,
+                               raw=parsed.line[:RAW_LINE_CAP])
+        fields = {"step": step, "state": state, "exit_code": row.get("exitcode", ""),
+                  "nodelist": row.get("nodelist", "")}
+        ctx.symptoms.append(Symptom(kind="step_state", rule_id=rule_.id, node=None, time=None, evidence=[evidence],
+                                    fields=fields, role="context",
+                                    summary=f"step {step} {state.lower()} exit {fields['exit_code']}"))
+        found += 1
+    return found

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ...model import Symptom
-from ...nvidia import xid as nv
+from ...nvidia.parse import normalise_pci
 from ...scan import Line
 from ..context import EngineContext
 from ..registry import decoder
@@ -27,7 +27,7 @@ def decode_smi_xml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str
         gpu = _GPU_ID.search(text)
         if gpu:
             try:
-                sym.gpu = nv.normalise_pci(gpu["pci"])
+                sym.gpu = normalise_pci(gpu["pci"])
                 sym.fields["pci"] = sym.gpu
             except ValueError:
                 pass

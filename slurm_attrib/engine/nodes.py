@@ -1,0 +1,49 @@
+"""Which job node a line is about: the host it names, the node of its rank, or the file's node; and
+which job node an NCCL/IB peer address stands for."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from .context import EngineContext
+
+_PEER_TAIL = re.compile(r"(?:%[\w.]+)?(?:<\d+>)?$")  # NCCL's %interface and <port> after an address
+
+
+def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
+                 host: Any) -> Optional[str]:
+    """Host named in the line, else the rank's node, else the node the file belongs to."""
+    if isinstance(host, str) and host:
+        named = match_node(ctx.job.nodes, host)
+        if named:
+            return named
+    if rank is not None:
+        mapped = ctx.job.rank_node(rank)
+        if mapped:
+            return mapped
+    if file_node is None and len(ctx.job.nodes) == 1:
+        return ctx.job.nodes[0]  # a one-node job: whatever happened, happened there
+    return file_node
+
+
+def match_node(nodes: tuple[str, ...], name: str) -> Optional[str]:
+    """``node-03`` or ``node-03.cluster.example`` → ``node-03`` when it is one of ``nodes``."""
+    if name in nodes:
+        return name
+    short = name.split(".", 1)[0]
+    return short if short in nodes else None
+
+
+def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
+    """An NCCL/IB peer (``10.0.0.3<54862>``, ``fe80::1%ib0<5>``, ``node-03``) → a job node."""
+    bare = _bare_address(peer)
+    return match_node(ctx.job.nodes, bare) or ctx.job.node_for_address(bare)
+
+
+def _bare_address(peer: str) -> str:
+    """The address without interface and port. A ``:port`` goes only after a host or IPv4 address (one
+    colon): in an IPv6 address (``fe80::1``) the last group is no port."""
+    text = _PEER_TAIL.sub("", peer.strip(), count=1)
+    host, colon, port = text.rpartition(":")
+    return host if colon and port.isdigit() and ":" not in host else text

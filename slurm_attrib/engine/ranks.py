@@ -1,0 +1,55 @@
+"""Which rank printed an application log line: the srun, PyTorch and torchrun prefixes, and the
+global rank they stand for."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..model import JobFacts
+
+_RANK_PREFIX = re.compile(r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )")
+
+Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
+
+
+def split_rank(text: str) -> tuple[Optional[Stream], str]:
+    """Strip srun ``--label`` (``9: ``), PyTorch (``[rank9]:``) and torchrun (``[default9]:``, a LOCAL
+    rank) prefixes; return which stream the line belongs to (None without a prefix) and the rest."""
+    label = rank = local = None
+    found = False
+    while True:
+        match = _RANK_PREFIX.match(text)
+        if not match:
+            return ((label, rank, local) if found else None), text
+        found = True
+        if match.group(1) is not None and rank is None:
+            rank = int(match.group(1))
+        elif match.group(2) is not None and local is None:
+            local = int(match.group(2))
+        elif match.group(3) is not None and label is None:
+            label = int(match.group(3))
+        text = text[match.end():]
+
+
+def stream_key(stream: Optional[Stream]) -> Optional[tuple[Optional[int], Optional[int]]]:
+    """Which rank's output a line is, whatever mix of prefixes carries it: ``9: [rank9]:`` and ``9: ``
+    are the same stream."""
+    if stream is None:
+        return None
+    label, rank, local = stream
+    return (rank if rank is not None else label, local)
+
+
+def global_rank(stream: Optional[Stream], node: Optional[str], job: JobFacts) -> tuple[Optional[int], Optional[int]]:
+    """(global rank, local rank) of a stream: ``[rankN]`` is global; a torchrun ``[defaultN]`` is local
+    to its node (global through the node's sorted ranks); a bare srun label is the task = the rank."""
+    if stream is None:
+        return None, None
+    label, rank, local = stream
+    if rank is not None:
+        return rank, local
+    if local is not None:
+        node_ranks = job.node_ranks(node) if node else []
+        return (node_ranks[local] if local < len(node_ranks) else None), local
+    return label, None

@@ -1,0 +1,83 @@
+"""When a log line happened: the time context of a node's lines, and for a line without a stamp the
+stamps of its neighbours of the same rank (a lower bound from the preceding line, an upper bound from
+the following one)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from ..model import Symptom
+from ..scan import Line
+from ..timestamps import ParsedStamp, TimeContext, parse_iso, parse_line_time, zone_from_name
+from .context import EngineContext
+from .ranks import Stream, split_rank, stream_key
+
+
+def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
+    """The TimeContext for a node's lines: job window, the node's zone and boot time."""
+    facts = ctx.bundle.facts_for(node)
+    if facts and facts.timezone:
+        zone_name, source = facts.timezone, f"facts/{node}.yaml"
+    else:
+        zone_name, source = ctx.job.timezone or "UTC", ctx.job.timezone_source
+    try:
+        zone = zone_from_name(zone_name)
+    except ValueError:
+        ctx.assumptions.add(f"unknown time zone {zone_name!r}; UTC assumed")
+        zone_name, source, zone = "UTC", "default", zone_from_name("UTC")
+    label = f"{zone_name} (from {source})" if source != "default" else f"{zone_name} (no zone in the node facts or job)"
+    return TimeContext(window_start=ctx.window_start, window_end=ctx.window_end, zone=zone,
+                       zone_name=label, boot_time=facts.boot_time if facts else None)
+
+
+def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: int = 200,
+                want_any: bool = True) -> Optional[ParsedStamp]:
+    """The stamp of the nearest preceding line of the same rank (or, with ``want_any``, of any line)."""
+    fallback: Optional[ParsedStamp] = None
+    wanted = stream_key(rank)
+    for count, previous in enumerate(line.preceding(limit)):
+        if fallback is not None and count > 50:
+            break
+        prev_rank, rest = split_rank(previous)
+        same = stream_key(prev_rank) == wanted
+        if not same and (fallback is not None or not want_any):
+            continue
+        stamp = parse_line_time(rest, timectx)
+        if stamp.time is None:
+            continue
+        if same:
+            return stamp
+        if fallback is None and want_any:
+            fallback = stamp
+    return fallback
+
+
+def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optional[datetime]:
+    """The stamp of the next line of the same rank (else of any rank): an upper bound for an
+    unstamped line."""
+    fallback: Optional[datetime] = None
+    wanted = stream_key(rank)
+    for count, following in enumerate(line.following(100)):
+        if fallback is not None and count > 20:
+            break
+        next_rank, rest = split_rank(following)
+        same = stream_key(next_rank) == wanted
+        if not same and fallback is not None:
+            continue
+        stamp = parse_line_time(rest, timectx)
+        if stamp.time is None:
+            continue
+        if same:
+            return stamp.time
+        fallback = fallback or stamp.time
+    return fallback
+
+
+def latest_time(sym: Symptom) -> Optional[datetime]:
+    """The latest the symptom can have happened: its own stamp, or the upper bound of an unstamped
+    line (the next stamped line of the same rank); None when an unstamped line has no bound."""
+    upper = sym.fields.get("time_upper")
+    if isinstance(upper, str):
+        return parse_iso(upper)
+    return None if sym.fields.get("time_inferred") else sym.time

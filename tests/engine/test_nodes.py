@@ -1,0 +1,76 @@
+"""Which job node a line or an NCCL/IB peer names (slurm_attrib.engine.nodes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from slurm_attrib.bundle import Bundle
+from slurm_attrib.engine.context import EngineContext, EngineSettings
+from slurm_attrib.engine.nodes import match_node, resolve_node, resolve_peer
+from slurm_attrib.model import JobFacts
+from slurm_attrib.ruleset import RuleSet
+
+NODES = ("node-01", "node-03")
+
+
+def context(nodes: tuple[str, ...] = NODES) -> EngineContext:
+    job = JobFacts(job_id="1", nodes=nodes, ranks=((0, "node-01"), (1, "node-03")),
+                   addresses=(("10.0.0.3", "node-03"), ("fe80::1", "node-01")))
+    bundle = Bundle(root=Path("."), job=job, files=[], node_facts={})
+    return EngineContext(bundle=bundle, ruleset=RuleSet(rules=(), version="", digest=""),
+                         settings=EngineSettings())
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("node-03", "node-03"),
+    ("node-03.cluster.example", "node-03"),  # FQDN → the short name Slurm uses
+    ("node-02", None),
+    ("node-02.cluster.example", None),
+    ("node", None),  # a prefix is not a node
+])
+def test_match_node(name: str, expected: Optional[str]) -> None:
+    assert match_node(NODES, name) == expected
+
+
+@pytest.mark.parametrize(("peer", "expected"), [
+    ("node-03", "node-03"),
+    ("node-03.cluster.example", "node-03"),
+    ("node-03.cluster.example<54862>", "node-03"),
+    ("10.0.0.3<54862>", "node-03"),  # NCCL's address<port>
+    (" 10.0.0.3 ", "node-03"),
+    ("10.0.0.3", "node-03"),
+    ("fe80::1%ib0<5>", "node-01"),  # IPv6 with interface and port
+    ("fe80::1", "node-01"),  # a bare IPv6 address keeps its last group: ':1' is no port here
+    ("10.0.0.9<54862>", None),
+    ("node-02<1>", None),
+])
+def test_resolve_peer(peer: str, expected: Optional[str]) -> None:
+    assert resolve_peer(context(), peer) == expected
+
+
+@pytest.mark.parametrize(("file_node", "rank", "host", "expected"), [
+    ("node-01", 1, "node-03.cluster.example", "node-03"),  # the host the line names comes first
+    ("node-01", 1, "elsewhere", "node-03"),  # a host not in the job: the rank's node
+    ("node-01", None, None, "node-01"),  # else the file's node
+    ("node-01", 7, None, "node-01"),  # a rank without a node in the rank map
+    (None, None, None, None),  # several nodes and nothing to go by
+])
+def test_resolve_node(file_node: Optional[str], rank: Optional[int], host: Optional[str],
+                      expected: Optional[str]) -> None:
+    assert resolve_node(context(), file_node, rank, host) == expected
+
+
+def test_resolve_node_puts_an_unplaced_line_of_a_one_node_job_on_that_node() -> None:
+    assert resolve_node(context(("node-01",)), None, None, None) == "node-01"
+
+
+@pytest.mark.parametrize(("peer", "expected"), [
+    ("node-03:29500", "node-03"),  # host:port
+    ("10.0.0.3:29500", "node-03"),  # IPv4:port
+    ("fe80::1%ib0", "node-01"),
+])
+def test_resolve_peer_drops_a_port_after_a_host_but_not_an_ipv6_group(peer: str, expected: str) -> None:
+    assert resolve_peer(context(), peer) == expected

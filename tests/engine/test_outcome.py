@@ -1,0 +1,109 @@
+"""The FINAL rules read their policy from their YAML params (rules/final/*.yaml): the scheduler state
+table, the states of a memory kill, the evidence kinds of a state, the success states, the shared
+categories and who is responsible for each reading of an ambiguous line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from slurm_attrib.engine.context import EngineContext
+from slurm_attrib.engine.outcome import root_cause, scheduler_state
+from slurm_attrib.errors import RuleError
+from slurm_attrib.model import JobFacts, Symptom
+from slurm_attrib.ruleset import Rule
+
+from .conftest import SHIPPED, make_context, make_symptom, shipped
+
+
+def context(state: str, *symptoms: Symptom, rules: tuple[Rule, ...] = SHIPPED.rules,
+            exit_code: str = "1:0") -> EngineContext:
+    job = JobFacts(job_id="7", nodes=("node-01", "node-02"), state=state, exit_code=exit_code,
+                   derived_exit_code=exit_code)
+    return make_context(job, *symptoms, rules=rules)
+
+
+def sym(kind: str, category: str = "unknown", responsible: str = "unknown", strength: int = 0,
+        **fields: Any) -> Symptom:
+    return make_symptom(kind, category, responsible, strength, **fields)
+
+
+def test_a_state_decides_the_category_and_its_log_line_is_the_root() -> None:
+    limit = sym("slurm_time_limit")
+    ctx = context("TIMEOUT", limit)
+    assert scheduler_state(ctx, shipped("final.scheduler_state")) == 1
+    assert (ctx.outcome.category, ctx.outcome.responsible, ctx.outcome.root) == ("job_limit", "workload", limit)
+
+
+def test_the_state_table_is_the_rules_data() -> None:
+    rule = shipped("final.scheduler_state",
+                   state_outcomes={"TIMEOUT": {"category": "preempted", "responsible": "scheduler"}},
+                   evidence_kinds={"preempted": "slurm_preempted"})
+    preempt = sym("slurm_preempted")
+    ctx = context("TIMEOUT", sym("slurm_time_limit"), preempt)
+    scheduler_state(ctx, rule)
+    assert (ctx.outcome.category, ctx.outcome.responsible, ctx.outcome.root) == ("preempted", "scheduler", preempt)
+    assert scheduler_state(context("CANCELLED"), rule) == 0  # a state not in the table: not decided here
+
+
+def test_a_memory_kill_state_lets_a_host_oom_leader_decide() -> None:
+    oom = sym("host_oom_kill", "host_oom", "infrastructure", 70)
+    for memory_kill_states, category in ((["CANCELLED"], "host_oom"), (["OUT_OF_MEMORY"], "cancelled")):
+        ctx = context("CANCELLED", oom)
+        ctx.leaders = [oom]
+        scheduler_state(ctx, shipped("final.scheduler_state", memory_kill_states=memory_kill_states))
+        assert ctx.outcome.category == category
+
+
+def test_a_malformed_state_table_names_the_rule_file() -> None:
+    rule = shipped("final.scheduler_state", state_outcomes={"TIMEOUT": "job_limit"})
+    with pytest.raises(RuleError, match=r"^rules/final/scheduler_state\.yaml:1: params\.state_outcomes\.TIMEOUT"):
+        scheduler_state(context("TIMEOUT"), rule)
+
+
+def test_blame_on_a_memory_kill_follows_root_cause_shared_categories() -> None:
+    oom = sym("host_oom_kill", "host_oom", "infrastructure", 70)
+    rules = tuple(shipped("final.root_cause", shared_categories=["host_oom"]) if r.id == "final.root_cause" else r
+                  for r in SHIPPED.rules)
+    for ruleset, culprits in ((SHIPPED.rules, ["node-02"]), (rules, [])):
+        ctx = context("OUT_OF_MEMORY", oom, rules=ruleset)
+        ctx.leaders = [oom]
+        scheduler_state(ctx, shipped("final.scheduler_state"))
+        assert ctx.outcome.culprit_nodes == culprits
+    ctx = context("OUT_OF_MEMORY", oom, rules=tuple(r for r in SHIPPED.rules if r.id != "final.root_cause"))
+    ctx.leaders = [oom]
+    with pytest.raises(RuleError, match=r"final\.root_cause's params\.shared_categories"):
+        scheduler_state(ctx, shipped("final.scheduler_state"))
+
+
+@pytest.mark.parametrize(("shared", "culprits"), [(["storage"], []), ([], ["node-02"])])
+def test_a_shared_category_blames_no_node(shared: list[str], culprits: list[str]) -> None:
+    lustre = sym("lustre_error", "storage", "infrastructure", 80)
+    ctx = context("FAILED", lustre)
+    ctx.leaders = [lustre]
+    root_cause(ctx, shipped("final.root_cause", shared_categories=shared))
+    assert (ctx.outcome.status, ctx.outcome.culprit_nodes) == ("attributed", culprits)
+
+
+@pytest.mark.parametrize(("success", "summary"), [
+    (["COMPLETED"], "the job did not fail; nothing to attribute"),
+    ([], "job completed (exit 0:0); the evidence names no root cause"),
+])
+def test_success_states(success: list[str], summary: str) -> None:
+    ctx = context("COMPLETED", exit_code="0:0")
+    root_cause(ctx, shipped("final.root_cause", success_states=success))
+    assert (ctx.outcome.status, ctx.outcome.summary) == ("unattributed", summary)
+
+
+def test_each_reading_is_responsible_as_params_say() -> None:
+    cuda = sym("cuda_error", "gpu_hardware", "infrastructure", 60, readings=["gpu_hardware", "application", "odd"])
+    ctx = context("FAILED", cuda)
+    ctx.leaders = [cuda]
+    root_cause(ctx, shipped("final.root_cause"))
+    assert [(c.category, c.responsible) for c in ctx.outcome.candidates] == [
+        ("gpu_hardware", "infrastructure"), ("application", "workload"), ("odd", "unknown")]
+    ctx = context("FAILED", cuda)
+    ctx.leaders = [cuda]
+    root_cause(ctx, shipped("final.root_cause", responsible_of={"application": "scheduler"}))
+    assert [c.responsible for c in ctx.outcome.candidates] == ["unknown", "scheduler", "unknown"]

@@ -1,0 +1,59 @@
+"""Rank prefixes of application log lines (slurm_attrib.engine.ranks): srun ``--label``, PyTorch's
+``[rankN]:`` and torchrun's ``[defaultN]:``, alone and stacked."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from slurm_attrib.engine.ranks import Stream, global_rank, split_rank, stream_key
+from slurm_attrib.model import JobFacts
+
+
+@pytest.mark.parametrize(("line", "stream", "rest"), [
+    ("[rank3]: RuntimeError: boom", (None, 3, None), "RuntimeError: boom"),
+    ("[rank3]:RuntimeError: boom", (None, 3, None), "RuntimeError: boom"),
+    ("[default3]: RuntimeError: boom", (None, None, 3), "RuntimeError: boom"),
+    ("3: RuntimeError: boom", (3, None, None), "RuntimeError: boom"),
+    ("  12: text", (12, None, None), "text"),
+    ("3: [rank11]: text", (3, 11, None), "text"),
+    ("3: [default1]: [rank11]: text", (3, 11, 1), "text"),
+    ("[rank1]: [rank2]: text", (None, 1, None), "text"),  # the first prefix of a kind wins
+])
+def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: str) -> None:
+    assert split_rank(line) == (stream, rest)
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: boom",
+    "node-01:1234:1234 [0] NCCL INFO comm 0x1 rank 3",  # host:pid:tid, not a label
+    "10.0.0.3:29500: connection refused",  # an address with a port is no srun label
+    "3:no space after the colon",
+    "[rank]: no number",
+    "",
+])
+def test_split_rank_leaves_lines_without_a_prefix_alone(line: str) -> None:
+    assert split_rank(line) == (None, line)
+
+
+def test_stream_key_joins_the_label_and_the_rank_of_one_stream() -> None:
+    assert stream_key(split_rank("9: [rank9]: x")[0]) == stream_key(split_rank("9: x")[0]) == (9, None)
+    assert stream_key(split_rank("[default2]: x")[0]) == (None, 2)
+    assert stream_key(None) is None
+
+
+JOB = JobFacts(job_id="1", nodes=("node-01", "node-02"),
+               ranks=((0, "node-01"), (1, "node-01"), (2, "node-02"), (3, "node-02")))
+
+
+@pytest.mark.parametrize(("line", "node", "expected"), [
+    ("[rank3]: x", "node-01", (3, None)),  # [rankN] is global wherever the file came from
+    ("[default1]: x", "node-02", (3, 1)),  # local rank 1 of node-02 is its second rank
+    ("[default5]: x", "node-02", (None, 5)),  # beyond the node's ranks: unknown global rank
+    ("[default0]: x", None, (None, 0)),  # no node: no way to map a local rank
+    ("2: x", "node-02", (2, None)),  # a bare srun label is the task, which is the rank
+    ("x", "node-01", (None, None)),
+])
+def test_global_rank(line: str, node: Optional[str], expected: tuple[Optional[int], Optional[int]]) -> None:
+    assert global_rank(split_rank(line)[0], node, JOB) == expected

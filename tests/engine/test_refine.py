@@ -1,0 +1,50 @@
+"""Refine rules that read their policy from params: which DCGM kinds corroborate a kernel fault, and
+how strong a kernel fault must be to explain an application error."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from slurm_attrib.engine.causal import CausalModel
+from slurm_attrib.engine.refine import app_errors_explained, dcgm_corroboration
+from slurm_attrib.model import JobFacts, Symptom
+
+from .conftest import T0, make_context, make_symptom, shipped
+
+JOB = JobFacts(job_id="7", nodes=("node-01", "node-02"))
+GPU = "0000:3b:00"
+
+
+def xid(strength: int = 80) -> Symptom:
+    return make_symptom("xid", "gpu_hardware", "infrastructure", strength, source="kernel", gpu=GPU,
+                        role="candidate", code=79)
+
+
+def test_dcgm_kinds_that_corroborate_are_the_rules_data() -> None:
+    fault = xid()
+    sample, other = make_symptom("dcgm_xid", gpu=GPU), make_symptom("dcgm_power", gpu=GPU)
+    ctx = make_context(JOB, fault, sample, other)
+    assert dcgm_corroboration(ctx, shipped("refine.dcgm_corroboration")) == 1
+    assert sample.supports == fault.id == "s0001" and other.supports is None
+    ctx = make_context(JOB, fault, make_symptom("dcgm_xid", gpu=GPU), other)
+    assert dcgm_corroboration(ctx, shipped("refine.dcgm_corroboration", corroborating_kinds=["dcgm_power"])) == 1
+    assert other.supports == fault.id
+
+
+def _explaining(strength: int, threshold: int) -> bool:
+    cuda = make_symptom("cuda_error", "gpu_hardware", "infrastructure", 60, source="app", role="candidate",
+                        time=T0 + timedelta(seconds=5))
+    ctx = make_context(JOB, xid(strength), cuda)
+    causal_rule = shipped("refine.causal_model")
+    ctx.causal = CausalModel.from_params(causal_rule.params, causal_rule.where)
+    app_errors_explained(ctx, shipped("refine.app_errors_explained_by_hardware", min_cause_strength=threshold))
+    return cuda.role == "cascade"
+
+
+def test_a_kernel_fault_explains_app_errors_from_params_min_cause_strength() -> None:
+    assert shipped("refine.app_errors_explained_by_hardware").params["min_cause_strength"] == 60
+    assert _explaining(strength=60, threshold=60)
+    assert not _explaining(strength=59, threshold=60)
+    assert _explaining(strength=40, threshold=40)
+
+

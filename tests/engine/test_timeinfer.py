@@ -1,0 +1,83 @@
+"""When an unstamped line happened (slurm_attrib.engine.timeinfer): the stamp of the nearest preceding
+line of the same rank is its time, the next stamped line of that rank its upper bound."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Optional
+
+import pytest
+
+from slurm_attrib.bundle import NodeFacts
+from slurm_attrib.engine.ranks import split_rank
+from slurm_attrib.engine.timeinfer import infer_time, latest_time, next_time, time_context
+from slurm_attrib.model import JobFacts
+from slurm_attrib.scan import Line
+from slurm_attrib.timestamps import TimeContext
+
+from .conftest import make_context, make_symptom
+
+
+def at(second: int) -> datetime:
+    return datetime(2026, 11, 20, 10, 30, second, tzinfo=timezone.utc)
+
+
+def line_of(lines: list[str], index: int) -> Line:
+    """Line ``index`` of a log, with its neighbours readable as the scanner gives them."""
+    buf = "\n".join(lines).encode()
+    start = sum(len(text.encode()) + 1 for text in lines[:index])
+    return Line(text=lines[index], lineno=index + 1, offset=start, _buf=buf, _start=start,
+                _end=start + len(lines[index].encode()))
+
+
+LOG = [
+    "[rank0]: 2026-11-20T10:30:01Z step 10",
+    "[rank1]: 2026-11-20T10:30:02Z step 10",
+    "[rank0]: RuntimeError: CUDA error",  # index 2: unstamped, rank 0
+    "[rank1]: 2026-11-20T10:30:04Z step 11",
+    "[rank0]: 2026-11-20T10:30:05Z teardown",
+    "RuntimeError without a rank",  # index 5
+]
+
+
+def _stream(index: int) -> Optional[tuple[Optional[int], Optional[int], Optional[int]]]:
+    return split_rank(LOG[index])[0]
+
+
+def test_an_unstamped_line_takes_the_stamp_of_its_ranks_preceding_line() -> None:
+    found = infer_time(line_of(LOG, 2), _stream(2), TimeContext())
+    assert found is not None and found.time == at(1)  # rank 0's line, not rank 1's later one
+
+
+def test_without_a_line_of_its_rank_any_stamped_line_serves_unless_told_otherwise() -> None:
+    found = infer_time(line_of(LOG, 5), _stream(5), TimeContext())
+    assert found is not None and found.time == at(5)
+    assert infer_time(line_of(LOG, 2), (None, 7, None), TimeContext(), want_any=False) is None
+    nearest = infer_time(line_of(LOG, 2), _stream(2), TimeContext(), limit=1)  # sees rank 1's line only
+    assert nearest is not None and nearest.time == at(2)
+    assert infer_time(line_of(LOG, 2), _stream(2), TimeContext(), limit=1, want_any=False) is None
+
+
+def test_the_next_stamped_line_of_the_rank_bounds_it() -> None:
+    assert next_time(line_of(LOG, 2), _stream(2), TimeContext()) == at(5)
+    assert next_time(line_of(LOG, 5), _stream(5), TimeContext()) is None
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({}, at(0)),
+    ({"time_inferred": "preceding line", "time_upper": "2026-11-20T10:30:09Z"}, at(9)),
+    ({"time_inferred": "preceding line"}, None),
+])
+def test_latest_time(fields: dict[str, str], expected: Optional[datetime]) -> None:
+    assert latest_time(make_symptom("x", time=at(0), **fields)) == expected
+
+
+def test_time_context_takes_the_nodes_zone_else_the_jobs() -> None:
+    job = JobFacts(job_id="1", nodes=("node-01", "node-02"), timezone="Europe/Paris", timezone_source="job.yaml")
+    ctx = make_context(job)
+    ctx.bundle.node_facts["node-01"] = NodeFacts(node="node-01", timezone="Asia/Tokyo")
+    assert time_context(ctx, "node-01").zone_name == "Asia/Tokyo (from facts/node-01.yaml)"
+    assert time_context(ctx, "node-02").zone_name == "Europe/Paris (from job.yaml)"
+    ctx.bundle.node_facts["node-02"] = NodeFacts(node="node-02", timezone="Mars/Olympus")
+    assert time_context(ctx, "node-02").zone_name == "UTC (no zone in the node facts or job)"
+    assert "unknown time zone 'Mars/Olympus'; UTC assumed" in ctx.assumptions
