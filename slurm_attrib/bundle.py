@@ -8,6 +8,7 @@ directory raises :class:`BundleError`. File contents are not read here; see :mod
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +25,12 @@ from .timestamps import iso_offset, parse_iso
 
 JOB_FILE = "job.yaml"
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: job.yaml of 4,096 ranks
+_ARRAY_JOB_ID = re.compile(r"^[0-9]+_[0-9]+$")
+# YAML 1.1 reads an unquoted array job id, `job_id: 1234_5`, as the integer 12345: another job. The
+# job.yaml loader reads that form as the string it is (checked before the int resolver).
+_JOB_LOADER = type("_JobLoader", (_SAFE_LOADER,), {"yaml_implicit_resolvers": {
+    first: [*([("tag:yaml.org,2002:str", _ARRAY_JOB_ID)] if first.isdigit() else []), *resolvers]
+    for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()}})
 MAX_YAML_BYTES = 4 * 1024 * 1024
 SOURCE_DIRS = {
     "syslog": SOURCE_KERNEL,
@@ -95,7 +102,7 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         return None
     try:
         data = read_regular(path, MAX_YAML_BYTES)
-        return yaml.load(data.decode("utf-8", errors="replace"), Loader=_SAFE_LOADER)
+        return yaml.load(data.decode("utf-8", errors="replace"), Loader=_JOB_LOADER)
     except (OSError, ValueError) as exc:
         problems.append(f"{path.name}: unreadable ({exc})")
     except yaml.YAMLError as exc:

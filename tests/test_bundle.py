@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from slurm_attrib.bundle import job_from_mapping
+from slurm_attrib.bundle import job_from_mapping, load_bundle
 
 
 @pytest.mark.parametrize("pasted, state", [("CANCELLED by 1234", "CANCELLED"), ("CANCELLED+", "CANCELLED"),
@@ -13,3 +15,10 @@ def test_job_and_step_states_are_normalised(pasted: object, state: str) -> None:
     problems: list[str] = []
     job = job_from_mapping({"job_id": 5, "state": pasted, "steps": [{"id": "0", "state": pasted}]}, problems)
     assert (job.state, job.steps[0].state, problems) == (state, state, [])
+
+
+def test_an_unquoted_array_job_id_stays_that_job(tmp_path: Path) -> None:
+    """YAML 1.1 would read `job_id: 1234_5` as the integer 12345: another job."""
+    (tmp_path / "job.yaml").write_text("job_id: 1234_5\narray_task_id: 5\nrestart_count: 2\nranks: {0: node-01}\n")
+    job = load_bundle(tmp_path).job
+    assert (job.job_id, job.array_task_id, job.restart_count, job.ranks) == ("1234_5", "5", 2, ((0, "node-01"),))
