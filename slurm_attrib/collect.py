@@ -30,20 +30,17 @@ from typing import Any, Callable, Optional
 import yaml
 
 from .config import CollectorConfig, Config, SpoolConfig, load_config
-
-# mypy cannot map the package_dir entry ``slurm_attrib.connectors = connectors``; the connectors are
-# type-checked on their own (``mypy --strict connectors``).
-from .connectors.gpu import (  # type: ignore[import-not-found]
+from .connectors.gpu import (
     DcgmExporterSource,
     DcgmiSource,
     GpuSnapshot,
     NvidiaSmiSource,
     UrllibFetcher,
 )
-from .connectors.kernel_log import KernelLogSource  # type: ignore[import-not-found]
-from .connectors.node_facts import NodeFactsSource  # type: ignore[import-not-found]
-from .connectors.runner import SubprocessRunner  # type: ignore[import-not-found]
-from .connectors.spool import (  # type: ignore[import-not-found]
+from .connectors.kernel_log import KernelLogSource
+from .connectors.node_facts import NodeFactsSource
+from .connectors.runner import SubprocessRunner
+from .connectors.spool import (
     BundlePoster,
     Delivery,
     NodeBundle,
