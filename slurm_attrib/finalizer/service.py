@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..config import Config
+from ..connectors import applog, sacct
+from ..connectors.base import EvidenceSource, Limits, Window, collect_all
 from ..engine import Engine
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
 from . import assemble, comment, jobinfo, nodebundles, queue
-from .applog import read_tail
 from .storeadapter import VerdictStore
 
 log = logging.getLogger("slurm_attrib.finalizer")
@@ -204,7 +205,6 @@ class Finalizer:
 
     def _gather(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime,
                 records: list[Any]) -> assemble.BundleParts:
-        cfg = self.config.finalizer
         parts = assemble.BundleParts(info=info, sacct_rows=records)
         parts.steps = [r for r in records if r.is_step and r.job_id_raw.split(".")[0] == info.job_id]
         present = nodebundles.arrived(self.spool, job.key)
@@ -219,24 +219,31 @@ class Finalizer:
         if not expected:
             parts.notes.append("node epilogs skip jobs that ended 0:0 (collector.capture_always is off): "
                                "no node bundle expected")
-        since = (info.start or now) - timedelta(minutes=5)
-        parts.events = self._safe(lambda: self.slurm.node_events(list(info.nodes), since, now), [], parts)
-        if info.state == "NODE_FAIL":
-            for node in assemble.down_nodes(parts.events, info.nodes):
-                if node not in present:
-                    parts.node_states[node] = ("missing", "node went down during the job (sacctmgr event)")
-        parts.history = self._safe(lambda: self.slurm.node_history(
-            list(info.nodes), now - timedelta(days=cfg.history_days), now), [], parts)
-        for name, path in assemble.applog_names(info).items():
-            parts.app_logs[name] = read_tail(path, info.uid, cfg.app_log_tail_bytes)
+        self._collect(parts, now, present)
         return parts
 
-    def _safe(self, call: Callable[[], list[Any]], default: list[Any], parts: assemble.BundleParts) -> list[Any]:
-        try:
-            return call()
-        except SlurmError as exc:
-            parts.notes.append(f"not collected: {exc}")
-            return default
+    def _collect(self, parts: assemble.BundleParts, now: datetime, present: dict[str, Path]) -> None:
+        """Run the controller-side evidence sources into ``parts``: an accounting source's failure is a
+        note, the output files' coverage goes to job.yaml, and in a NODE_FAIL a node that went down and
+        sent nothing is missing for that reason."""
+        cfg, info = self.config.finalizer, parts.info
+        accounting = Limits(cfg.command_timeout_s, self.config.store.max_bundle_bytes)
+        outputs = applog.job_output_sources(assemble.workload(info))
+        plan: list[tuple[EvidenceSource, Limits]] = [
+            (sacct.NodeEventsSource(self.slurm), accounting),
+            (sacct.NodeHistorySource(self.slurm, cfg.history_days), accounting),
+            *((source, Limits(cfg.command_timeout_s, cfg.app_log_tail_bytes)) for source in outputs),
+            (sacct.SacctJobSource(parts.sacct_rows), accounting)]
+        window = Window(start=info.start or now, end=now, before=timedelta(minutes=5))
+        coverage = collect_all(plan, assemble.workload(info), window, parts.files)
+        names = {source.name for source in outputs}
+        parts.app_logs = {c.source: c for c in coverage if c.source in names}
+        parts.notes.extend(f"not collected: {c.reason}" for c in coverage if c.source not in names
+                           and c.state == "error")
+        down = next(c for c in coverage if c.source == sacct.NodeEventsSource.name).facts.get("down_nodes", [])
+        for node in down if info.state == "NODE_FAIL" else []:
+            if node not in present:
+                parts.node_states[node] = ("missing", "node went down during the job (sacctmgr event)")
 
     def _remediate(self, diag: dict[str, Any], partition: str, ref: str, now: datetime) -> list[dict[str, str]]:
         if self.remediator is None:
