@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 __all__ = [
     "STATES",
     "BundleWriter",
+    "DisabledSource",
     "EvidenceSource",
     "FakeSource",
     "Limits",
@@ -88,7 +89,9 @@ class Limits:
 class SourceCoverage:
     """What one source got: ``state`` is one of :data:`STATES`; ``reason`` says why (or what was cut);
     ``files`` the bundle paths written, ``bytes`` their size; ``query`` the command, query or path it
-    read; ``size`` how large the evidence was at the source before the cap, when known."""
+    read; ``size`` how large the evidence was at the source before the cap, when known; ``notes``
+    problems worth a line of their own in the collection log; ``facts`` what the source learnt about the
+    job or node that another step needs (the GPU list, the boot time, the nodes that went down)."""
 
     source: str
     state: str
@@ -99,6 +102,7 @@ class SourceCoverage:
     query: str = ""
     size: int = 0
     truncated: bool = False
+    notes: tuple[str, ...] = ()
     facts: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -122,10 +126,24 @@ class EvidenceSource(Protocol):
     """One kind of evidence. ``collect`` must stay within ``limits`` and report an outside failure
     (a missing tool, a refused query, a dead server) in the coverage rather than raise it."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The source's name in the coverage (collection.yaml ``sources``, job.yaml ``collection``)."""
+        ...
 
     def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
         ...
+
+
+@dataclass(frozen=True)
+class DisabledSource:
+    """A source turned off in the configuration: always ``skipped``, so the coverage still names it."""
+
+    name: str
+    reason: str = "disabled in the configuration"
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        return SourceCoverage(self.name, "skipped", self.reason)
 
 
 class MemoryBundle:
@@ -180,8 +198,10 @@ def collect_bounded(source: EvidenceSource, workload: Workload, window: Window, 
 
     worker = threading.Thread(target=work, name=f"source-{source.name}", daemon=True)
     worker.start()
-    worker.join(max(0.0, limits.seconds) + WATCHDOG_GRACE_S)
-    gate.close()
+    try:
+        worker.join(max(0.0, limits.seconds) + WATCHDOG_GRACE_S)
+    finally:  # also when the collector's SIGTERM handler raises while we wait
+        gate.close()
     seconds = time.monotonic() - began
     if worker.is_alive():
         return SourceCoverage(source.name, "timeout", f"no answer within {limits.seconds:.1f} s; abandoned",
@@ -193,10 +213,13 @@ def collect_bounded(source: EvidenceSource, workload: Workload, window: Window, 
     return outcome[0]
 
 
-def collect_all(plan: Iterable[tuple[EvidenceSource, Limits]], workload: Workload, window: Window,
-                bundle: BundleWriter) -> list[SourceCoverage]:
-    """Every source of ``plan`` in order, each bounded on its own: one coverage line per source."""
-    return [collect_bounded(source, workload, window, bundle, limits) for source, limits in plan]
+def collect_all(plan: Iterable[tuple[EvidenceSource, int]], workload: Workload, window: Window,
+                bundle: BundleWriter, seconds: Callable[[], float]) -> Iterator[SourceCoverage]:
+    """Every source of ``plan`` (a source and its byte cap) in order, each bounded on its own: one
+    coverage line per source, yielded as it is done, so a caller stopped midway keeps the lines of
+    the sources that ran. ``seconds()`` is asked as each source starts, so a shared budget shrinks."""
+    for source, cap in plan:
+        yield collect_bounded(source, workload, window, bundle, Limits(seconds(), cap))
 
 
 @dataclass
@@ -220,16 +243,3 @@ class FakeSource:
             raise self.raises
         written = sum(bundle.write(rel, data) for rel, data in sorted(self.files.items()))
         return SourceCoverage(self.name, self.state, self.reason, tuple(sorted(self.files)), written)
-
-
-def named(coverages: Sequence[SourceCoverage], name: str) -> SourceCoverage:
-    """The coverage line of source ``name``; KeyError when that source did not run."""
-    for coverage in coverages:
-        if coverage.source == name:
-            return coverage
-    raise KeyError(name)
-
-
-def renamed(coverage: SourceCoverage, name: str) -> SourceCoverage:
-    """The same coverage under another source name."""
-    return replace(coverage, source=name)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 from ..config import Config
 from ..connectors import applog, sacct
-from ..connectors.base import EvidenceSource, Limits, Window, collect_all
+from ..connectors.base import EvidenceSource, Window, collect_all
 from ..engine import Engine
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
@@ -227,15 +227,13 @@ class Finalizer:
         note, the output files' coverage goes to job.yaml, and in a NODE_FAIL a node that went down and
         sent nothing is missing for that reason."""
         cfg, info = self.config.finalizer, parts.info
-        accounting = Limits(cfg.command_timeout_s, self.config.store.max_bundle_bytes)
-        outputs = applog.job_output_sources(assemble.workload(info))
-        plan: list[tuple[EvidenceSource, Limits]] = [
-            (sacct.NodeEventsSource(self.slurm), accounting),
-            (sacct.NodeHistorySource(self.slurm, cfg.history_days), accounting),
-            *((source, Limits(cfg.command_timeout_s, cfg.app_log_tail_bytes)) for source in outputs),
-            (sacct.SacctJobSource(parts.sacct_rows), accounting)]
+        cap, workload = self.config.store.max_bundle_bytes, assemble.workload(info)
+        outputs = applog.job_output_sources(workload)
+        plan: list[tuple[EvidenceSource, int]] = [
+            (sacct.NodeEventsSource(self.slurm), cap), (sacct.NodeHistorySource(self.slurm, cfg.history_days), cap),
+            *((source, cfg.app_log_tail_bytes) for source in outputs), (sacct.SacctJobSource(parts.sacct_rows), cap)]
         window = Window(start=info.start or now, end=now, before=timedelta(minutes=5))
-        coverage = collect_all(plan, assemble.workload(info), window, parts.files)
+        coverage = list(collect_all(plan, workload, window, parts.files, lambda: cfg.command_timeout_s))
         names = {source.name for source in outputs}
         parts.app_logs = {c.source: c for c in coverage if c.source in names}
         parts.notes.extend(f"not collected: {c.reason}" for c in coverage if c.source not in names
