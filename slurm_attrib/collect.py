@@ -54,6 +54,7 @@ from .connectors.spool import (
     safe_name,
     stage,
 )
+from .slurm.errors import SlurmParseError
 from .slurm.hostlist import expand
 
 __all__ = ["CollectionReport", "EpilogJob", "NodeSources", "collect_node", "main", "run"]
@@ -164,7 +165,7 @@ def _nodes(nodelist: str, node: str) -> tuple[str, ...]:
     """The job's nodes from the Epilog's hostlist; this node alone when that cannot be read."""
     try:
         return tuple(expand(nodelist)) or (node,)
-    except ValueError:
+    except SlurmParseError:
         return (node,)
 
 

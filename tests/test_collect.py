@@ -12,14 +12,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
-from slurm_attrib.connectors.gpu import DcgmExporterSource, DcgmiSource, NvidiaSmiSource
-from slurm_attrib.connectors.kernel_log import KernelLogSource
-from slurm_attrib.connectors.node_facts import NodeFactsSource
-from slurm_attrib.connectors.runner import FakeRunner
 
 from slurm_attrib.bundle import load_bundle
 from slurm_attrib.collect import Budget, EpilogJob, NodeSources, collect_node, main, run
 from slurm_attrib.config import CollectorConfig, Config, SpoolConfig
+from slurm_attrib.connectors.gpu import DcgmExporterSource, DcgmiSource, NvidiaSmiSource
+from slurm_attrib.connectors.kernel_log import KernelLogSource
+from slurm_attrib.connectors.node_facts import NodeFactsSource
+from slurm_attrib.connectors.runner import FakeRunner
 
 TESTS = Path(__file__).resolve().parent
 ENVS = TESTS / "epilog" / "data"
@@ -150,6 +150,15 @@ def test_array_and_restart_keys() -> None:
     assert job.key == "mini_6_1_2" and job.facts()["raw_job_id"] == "7"
     del env["SLURM_JOB_RESTART_COUNT"]
     assert EpilogJob.from_env(env).restart_count == 0
+
+
+def test_the_workload_the_sources_see() -> None:
+    job = EpilogJob.from_env(env_dump("multinode-step-exit7.epilog.node-02.env"))
+    work = job.workload()
+    assert (work.node, work.job_id, work.cluster) == ("node-02", job.spool_job_id, "mini")
+    assert "node-02" in work.nodes and len(work.nodes) > 1 and work.uid == int(job.uid)
+    broken = replace(job, nodelist="node-[01-")  # a hostlist the Epilog mangled: this node still counts
+    assert broken.workload().nodes == ("node-02",)
 
 
 def test_success_detection_matches_the_wrapper() -> None:
