@@ -54,8 +54,6 @@ from .connectors.spool import (
     safe_name,
     stage,
 )
-from .slurm.errors import SlurmParseError
-from .slurm.hostlist import expand
 
 __all__ = ["CollectionReport", "EpilogJob", "NodeSources", "collect_node", "main", "run"]
 
@@ -153,20 +151,13 @@ class EpilogJob:
         return {k: v for k, v in out.items() if v not in ("", None)}
 
     def workload(self) -> Workload:
-        """The job as the evidence sources see it, from this node."""
-        return Workload(cluster=self.cluster, job_id=self.spool_job_id, nodes=_nodes(self.nodelist, self.node),
+        """The job as the evidence sources see it from this node: its nodes are this node (expanding
+        the hostlist would import the Slurm access layer into the collector's start for nothing)."""
+        return Workload(cluster=self.cluster, job_id=self.spool_job_id, nodes=(self.node,),
                         node=self.node, user=self.user, uid=int(self.uid) if self.uid.isdigit() else None,
                         partition=self.partition, std_out=self.stdout, std_err=self.stderr,
                         array_job_id=self.array_job_id, array_task_id=self.array_task_id,
                         restart_count=self.restart_count)
-
-
-def _nodes(nodelist: str, node: str) -> tuple[str, ...]:
-    """The job's nodes from the Epilog's hostlist; this node alone when that cannot be read."""
-    try:
-        return tuple(expand(nodelist)) or (node,)
-    except SlurmParseError:
-        return (node,)
 
 
 @dataclass

@@ -155,10 +155,17 @@ def test_array_and_restart_keys() -> None:
 def test_the_workload_the_sources_see() -> None:
     job = EpilogJob.from_env(env_dump("multinode-step-exit7.epilog.node-02.env"))
     work = job.workload()
-    assert (work.node, work.job_id, work.cluster) == ("node-02", job.spool_job_id, "mini")
-    assert "node-02" in work.nodes and len(work.nodes) > 1 and work.uid == int(job.uid)
-    broken = replace(job, nodelist="node-[01-")  # a hostlist the Epilog mangled: this node still counts
-    assert broken.workload().nodes == ("node-02",)
+    assert (work.node, work.nodes, work.job_id, work.cluster) == ("node-02", ("node-02",), job.spool_job_id, "mini")
+    assert work.uid == int(job.uid) and work.std_out == job.stdout
+    assert "slurm_attrib.slurm" not in _imported_by_the_collector()  # the node side stays lean
+
+
+def _imported_by_the_collector() -> str:
+    import subprocess
+    import sys
+
+    code = "import sys, slurm_attrib.collect; print(' '.join(sorted(sys.modules)))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
 
 
 def test_success_detection_matches_the_wrapper() -> None:
