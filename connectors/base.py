@@ -147,8 +147,8 @@ class DisabledSource:
 
 
 class MemoryBundle:
-    """A :class:`BundleWriter` that keeps the files in memory (tests, and sources whose output another
-    step writes)."""
+    """A :class:`BundleWriter` that keeps the files in memory: tests, the finalizer (which writes the
+    job bundle in one step once every source ran) and the node facts (which write no file)."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}

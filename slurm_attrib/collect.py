@@ -1,8 +1,9 @@
 """The node collector run by the Epilog wrapper: one node bundle per failed job and node.
 
 ``python -m slurm_attrib.collect`` (or :func:`run`) reads the Epilog environment, gathers the
-kernel log window, a GPU snapshot and node facts, each source bounded by its own timeout and by
-what is left of the budget, and hands the bundle to the finalizer (see
+kernel log window, a GPU snapshot and node facts through the evidence-source interface
+(:mod:`slurm_attrib.connectors.base`), each source bounded by its own timeout and by what is left
+of the budget, and hands the bundle to the finalizer (see
 :mod:`slurm_attrib.connectors.spool` for the layout). It never runs a Slurm command, never opens
 the store, never raises to the wrapper and always exits 0: a failure is a line in the log and an
 entry in ``collection.yaml``.
