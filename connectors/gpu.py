@@ -14,7 +14,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
 from .runner import CommandResult, CommandRunner
+from .spool import safe_name
 
 __all__ = [
     "DcgmExporterSource",
@@ -39,6 +41,12 @@ class GpuSnapshot:
     reason: str
     seconds: float
     facts: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, source: str, bundle: BundleWriter, rel: str, query: str) -> SourceCoverage:
+        """Write the raw output (whatever the state, when there is any) as ``rel``; the coverage line."""
+        written = bundle.write(rel, self.data) if self.data else 0
+        return SourceCoverage(source, self.state, self.reason, (rel,) if self.data else (), written, self.seconds,
+                              query, facts=self.facts)
 
 
 def parse_nvidia_smi_xml(data: bytes) -> dict[str, Any]:
@@ -80,9 +88,15 @@ def parse_nvidia_smi_xml(data: bytes) -> dict[str, Any]:
 class NvidiaSmiSource:
     """``nvidia-smi -q -x``: the full XML report (written as metrics/NODE.xml) and facts from it."""
 
+    name = "nvidia_smi"
+
     def __init__(self, runner: CommandRunner, command: str = "nvidia-smi") -> None:
         self.runner = runner
         self.command = command
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        snap = self.gather(limits.seconds, limits.max_bytes)
+        return snap.write(self.name, bundle, f"metrics/{safe_name(workload.node)}.xml", f"{self.command} -q -x")
 
     def gather(self, timeout: float, cap: int) -> GpuSnapshot:
         result = self.runner.run([self.command, "-q", "-x"], timeout, cap)
@@ -106,10 +120,16 @@ class DcgmiSource:
     """
 
     COMMANDS = (("health", "-c"), ("discovery", "-l"))
+    name = "dcgmi"
 
     def __init__(self, runner: CommandRunner, command: str = "dcgmi") -> None:
         self.runner = runner
         self.command = command
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        snap = self.gather(limits.seconds, limits.max_bytes)
+        query = "; ".join(" ".join((self.command, *args)) for args in self.COMMANDS)
+        return snap.write(self.name, bundle, f"metrics/{safe_name(workload.node)}.dcgm.txt", query)
 
     def gather(self, timeout: float, cap: int) -> GpuSnapshot:
         began = time.monotonic()
@@ -152,9 +172,15 @@ class UrllibFetcher:
 class DcgmExporterSource:
     """A scrape of the node's dcgm-exporter (Prometheus text), written as metrics/NODE.prom."""
 
+    name = "dcgm_exporter"
+
     def __init__(self, fetcher: HttpFetcher, url: str) -> None:
         self.fetcher = fetcher
         self.url = url
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        snap = self.gather(limits.seconds, limits.max_bytes)
+        return snap.write(self.name, bundle, f"metrics/{safe_name(workload.node)}.prom", self.url)
 
     def gather(self, timeout: float, cap: int) -> GpuSnapshot:
         began = time.monotonic()

@@ -22,7 +22,9 @@ from typing import Optional
 
 from slurm_attrib.timestamps import TimeContext, parse_line_time
 
+from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
 from .runner import CommandResult, CommandRunner, TailBuffer
+from .spool import safe_name
 from .timeseek import read_window_rotated
 
 __all__ = ["DEFAULT_FILES", "KernelLogResult", "KernelLogSource"]
@@ -48,6 +50,8 @@ class KernelLogSource:
     ``SLURM_ATTRIB_KERNEL_LOG`` with ``{node}`` already filled in) replaces journald and the list.
     """
 
+    name = "kernel_log"
+
     def __init__(self, runner: CommandRunner, files: Sequence[str] = DEFAULT_FILES, path: str = "",
                  use_journald: bool = True, boot_time: Optional[datetime] = None) -> None:
         self.runner = runner
@@ -55,6 +59,16 @@ class KernelLogSource:
         self.path = path
         self.use_journald = use_journald
         self.boot_time = boot_time
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        """The window [since, until] as syslog/NODE.log; an empty window is an empty file (the node's log
+        was read and had nothing), a failed read writes none."""
+        klog = self.gather(window.since, window.until, limits.seconds, limits.max_bytes)
+        rel = f"syslog/{safe_name(workload.node)}.log"
+        if klog.state not in ("ok", "empty"):
+            return SourceCoverage(self.name, klog.state, klog.reason, seconds=klog.seconds, truncated=klog.truncated)
+        return SourceCoverage(self.name, klog.state, klog.reason, (rel,), bundle.write(rel, klog.data), klog.seconds,
+                              truncated=klog.truncated)
 
     def gather(self, start: datetime, end: datetime, timeout: float, cap: int) -> KernelLogResult:
         began = time.monotonic()

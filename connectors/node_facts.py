@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
+
+from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
 
 __all__ = ["NodeFactsSource", "driver_from_proc"]
 
@@ -27,11 +30,24 @@ def driver_from_proc(text: str) -> Optional[str]:
 
 
 class NodeFactsSource:
-    """Reads the facts; a value that cannot be read is left out and named in ``problems``."""
+    """Reads the facts; a value that cannot be read is left out and named in ``problems``.
+
+    As a source it writes no file: its facts go into the coverage, and the collector writes
+    facts/NODE.yaml once the GPU sources have added theirs.
+    """
+
+    name = "node_facts"
 
     def __init__(self, root: str = "/", hostname: Optional[str] = None) -> None:
         self.root = Path(root)
         self._hostname = hostname
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        began = time.monotonic()
+        facts, problems = self.gather()
+        state = "error" if problems and not facts else "ok"
+        return SourceCoverage(self.name, state, "; ".join(problems), seconds=time.monotonic() - began,
+                              notes=tuple(problems), facts=facts)
 
     def _read(self, rel: str, limit: int = 65536) -> Optional[str]:
         try:

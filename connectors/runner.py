@@ -14,16 +14,19 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional, Protocol
 
-__all__ = ["CommandResult", "CommandRunner", "FakeRunner", "SubprocessRunner", "TailBuffer"]
+__all__ = ["CommandResult", "CommandRunner", "FakeRunner", "SubprocessRunner", "TailBuffer", "stop_running"]
 
 SAFE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 _CHUNK = 64 * 1024
+_RUNNING: set[subprocess.Popen[bytes]] = set()  # tools started and not yet reaped, for stop_running
+_RUNNING_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -111,11 +114,16 @@ class SubprocessRunner:
         except OSError as exc:
             return CommandResult("error", reason=f"{argv[0]}: cannot start: {exc.strerror or exc}")
         buffer = TailBuffer(max_bytes, keep)
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
         try:
             timed_out = _pump(proc, buffer, started + timeout)
         except BaseException:  # e.g. the collector's own SIGTERM: never leave the tool running
             _kill_group(proc)
             raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
         if timed_out:
             _kill_group(proc)
         rc = proc.wait() if not timed_out else proc.returncode
@@ -127,6 +135,18 @@ class SubprocessRunner:
         if rc != 0:
             return CommandResult("error", data, rc, f"{argv[0]}: exit status {rc}", seconds, buffer.truncated)
         return CommandResult("ok", data, rc, "", seconds, buffer.truncated)
+
+
+def stop_running() -> int:
+    """Kill every tool still running under a :class:`SubprocessRunner`; how many. A source runs in a
+    watchdog thread (:func:`.base.collect_bounded`), so the collector's SIGTERM lands in another thread
+    than the one waiting on the tool: the collector calls this before it hands in a partial bundle."""
+    with _RUNNING_LOCK:
+        running = sorted(_RUNNING, key=lambda p: p.pid)
+    for proc in running:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return len(running)
 
 
 def _pump(proc: subprocess.Popen[bytes], buffer: TailBuffer, deadline: float) -> bool:

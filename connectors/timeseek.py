@@ -15,15 +15,15 @@ time order (a syslog file is); small disorder only moves the cut by a few lines.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import BinaryIO, Optional
+from typing import IO, Optional
 
+from slurm_attrib.safeio import open_regular
 from slurm_attrib.timestamps import TimeContext, parse_line_time
 
-__all__ = ["WindowRead", "find_offset", "open_log", "read_window", "read_window_rotated"]
+__all__ = ["WindowRead", "find_offset", "read_window", "read_window_rotated"]
 
 _BLOCK = 4096  # below this span the search reads lines one by one
 _PROBE_LIMIT = 256 * 1024  # bytes scanned after a probe point for a stamped line
@@ -41,23 +41,11 @@ class WindowRead:
     first_time: Optional[datetime]  # stamp of the file's first stamped line (rotation check)
 
 
-def open_log(path: str) -> BinaryIO:
-    """Open a regular file for reading without following a symlink at its last component."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def _stamp(line: bytes, ctx: TimeContext) -> Optional[datetime]:
     return parse_line_time(line[:300].decode("utf-8", "replace").rstrip("\n"), ctx).time
 
 
-def _pieces(fh: BinaryIO, pos: int, limit: int, budget: int) -> Iterator[tuple[int, int, bool, bytes]]:
+def _pieces(fh: IO[bytes], pos: int, limit: int, budget: int) -> Iterator[tuple[int, int, bool, bytes]]:
     """Lines from ``pos`` (a line start) up to ``limit``, read in pieces of at most ``_LINE_LIMIT``
     bytes: (start, end, whether the piece begins a line, piece); stops after ``budget`` bytes."""
     fh.seek(pos)
@@ -73,7 +61,7 @@ def _pieces(fh: BinaryIO, pos: int, limit: int, budget: int) -> Iterator[tuple[i
         pos = end
 
 
-def _next_stamped(fh: BinaryIO, pos: int, limit: int, ctx: TimeContext) -> tuple[int, int, Optional[datetime]]:
+def _next_stamped(fh: IO[bytes], pos: int, limit: int, ctx: TimeContext) -> tuple[int, int, Optional[datetime]]:
     """From ``pos`` (resynced to the next line start unless 0), the first stamped line starting
     before ``limit``: (line start, end of its first piece, stamp); stamp None when there is none."""
     if pos > 0:
@@ -87,7 +75,7 @@ def _next_stamped(fh: BinaryIO, pos: int, limit: int, ctx: TimeContext) -> tuple
     return pos, pos, None
 
 
-def find_offset(fh: BinaryIO, size: int, target: datetime, ctx: TimeContext, strict: bool = False) -> int:
+def find_offset(fh: IO[bytes], size: int, target: datetime, ctx: TimeContext, strict: bool = False) -> int:
     """Offset of the first line whose stamp is >= ``target`` (> when ``strict``); ``size`` if none.
 
     Invariant: every stamped line starting before ``lo`` is before the target; the answer is <= ``hi``.
@@ -113,11 +101,11 @@ def find_offset(fh: BinaryIO, size: int, target: datetime, ctx: TimeContext, str
     return hi
 
 
-def _first_time(fh: BinaryIO, size: int, ctx: TimeContext) -> Optional[datetime]:
+def _first_time(fh: IO[bytes], size: int, ctx: TimeContext) -> Optional[datetime]:
     return _next_stamped(fh, 0, size, ctx)[2]
 
 
-def _copy_tail(fh: BinaryIO, start: int, end: int, cap: int) -> tuple[bytes, bool]:
+def _copy_tail(fh: IO[bytes], start: int, end: int, cap: int) -> tuple[bytes, bool]:
     """Bytes [start, end), or their last ``cap`` bytes cut at a line start."""
     truncated = end - start > cap
     if truncated:
@@ -131,7 +119,7 @@ def _copy_tail(fh: BinaryIO, start: int, end: int, cap: int) -> tuple[bytes, boo
 
 def read_window(path: str, start: datetime, end: datetime, ctx: TimeContext, cap: int) -> WindowRead:
     """Lines of ``path`` stamped in [start, end] (plus unstamped lines between them), tail-capped."""
-    with open_log(path) as fh:
+    with open_regular(path) as fh:  # a root hook: no symlink at the last component, regular files only
         size = os.fstat(fh.fileno()).st_size
         first = _first_time(fh, size, ctx)
         lo = find_offset(fh, size, start, ctx)

@@ -1,8 +1,9 @@
 """The node collector run by the Epilog wrapper: one node bundle per failed job and node.
 
 ``python -m slurm_attrib.collect`` (or :func:`run`) reads the Epilog environment, gathers the
-kernel log window, a GPU snapshot and node facts, each source bounded by its own timeout and by
-what is left of the budget, and hands the bundle to the finalizer (see
+kernel log window, a GPU snapshot and node facts through the evidence-source interface
+(:mod:`slurm_attrib.connectors.base`), each source bounded by its own timeout and by what is left
+of the budget, and hands the bundle to the finalizer (see
 :mod:`slurm_attrib.connectors.spool` for the layout). It never runs a Slurm command, never opens
 the store, never raises to the wrapper and always exits 0: a failure is a line in the log and an
 entry in ``collection.yaml``.
@@ -30,20 +31,22 @@ from typing import Any, Callable, Optional
 import yaml
 
 from .config import CollectorConfig, Config, SpoolConfig, load_config
-
-# mypy cannot map the package_dir entry ``slurm_attrib.connectors = connectors``; the connectors are
-# type-checked on their own (``mypy --strict connectors``).
-from .connectors.gpu import (  # type: ignore[import-not-found]
-    DcgmExporterSource,
-    DcgmiSource,
-    GpuSnapshot,
-    NvidiaSmiSource,
-    UrllibFetcher,
+from .connectors.base import (
+    DisabledSource,
+    EvidenceSource,
+    Limits,
+    MemoryBundle,
+    SourceCoverage,
+    Window,
+    Workload,
+    collect_all,
+    collect_bounded,
 )
-from .connectors.kernel_log import KernelLogSource  # type: ignore[import-not-found]
-from .connectors.node_facts import NodeFactsSource  # type: ignore[import-not-found]
-from .connectors.runner import SubprocessRunner  # type: ignore[import-not-found]
-from .connectors.spool import (  # type: ignore[import-not-found]
+from .connectors.gpu import DcgmExporterSource, DcgmiSource, NvidiaSmiSource, UrllibFetcher
+from .connectors.kernel_log import KernelLogSource
+from .connectors.node_facts import NodeFactsSource
+from .connectors.runner import SubprocessRunner, stop_running
+from .connectors.spool import (
     BundlePoster,
     Delivery,
     NodeBundle,
@@ -148,16 +151,31 @@ class EpilogJob:
             out.update(array_job_id=self.array_job_id, array_task_id=self.array_task_id, raw_job_id=self.job_id)
         return {k: v for k, v in out.items() if v not in ("", None)}
 
+    def workload(self) -> Workload:
+        """The job as the evidence sources see it from this node: its nodes are this node (expanding
+        the hostlist would import the Slurm access layer into the collector's start for nothing)."""
+        return Workload(cluster=self.cluster, job_id=self.spool_job_id, nodes=(self.node,),
+                        node=self.node, user=self.user, uid=int(self.uid) if self.uid.isdigit() else None,
+                        partition=self.partition, std_out=self.stdout, std_err=self.stderr,
+                        array_job_id=self.array_job_id, array_task_id=self.array_task_id,
+                        restart_count=self.restart_count)
+
 
 @dataclass
 class NodeSources:
-    """The gatherers of one collection run; tests pass fakes in (real ones: :func:`default_sources`)."""
+    """The gatherers of one collection run; tests pass fakes in (real ones: :func:`default_sources`).
+    A GPU tool turned off in the configuration is None."""
 
     kernel: KernelLogSource
     nvidia_smi: Optional[NvidiaSmiSource]
     dcgmi: Optional[DcgmiSource]
     exporter: DcgmExporterSource
     facts: NodeFactsSource
+
+    def plan(self, kernel_cap: int, metric_cap: int) -> list[tuple[EvidenceSource, int]]:
+        """The sources after the node facts, in collection.yaml order, each with its byte cap."""
+        return [(self.kernel, kernel_cap), (self.nvidia_smi or DisabledSource("nvidia_smi"), metric_cap),
+                (self.dcgmi or DisabledSource("dcgmi"), metric_cap), (self.exporter, metric_cap)]
 
 
 def default_sources(config: CollectorConfig, node: str, env: Mapping[str, str]) -> NodeSources:
@@ -192,13 +210,14 @@ class CollectionReport:
     """What one run did: the per-source entries, where the bundle went, problems met."""
 
     job: EpilogJob
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    coverage: list[SourceCoverage] = field(default_factory=list)
     delivery: Optional[Delivery] = None
     problems: list[str] = field(default_factory=list)
 
-    def add(self, source: str, state: str, reason: str, nbytes: int, seconds: float) -> None:
-        self.entries.append({"source": source, "state": state, "reason": reason, "bytes": nbytes,
-                             "seconds": round(seconds, 3)})
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """collection.yaml ``sources``: one entry per source, in the order they ran."""
+        return [c.entry() for c in self.coverage]
 
     def summary(self) -> str:
         states = " ".join(f"{e['source']}={e['state']}" for e in self.entries)
@@ -206,15 +225,14 @@ class CollectionReport:
         return f"job={self.job.key} node={self.job.node} {states} -> {where}"
 
 
-def _window(job: EpilogJob, config: CollectorConfig, now: datetime) -> tuple[datetime, datetime, str]:
+def _window(job: EpilogJob, config: CollectorConfig, now: datetime) -> tuple[Window, str]:
     end = job.end or now
+    after = timedelta(seconds=config.window_after_s)
     if job.start is not None:
-        return job.start - timedelta(seconds=config.window_before_s), end + timedelta(
-            seconds=config.window_after_s), ""
+        return Window(job.start, end, timedelta(seconds=config.window_before_s), after), ""
     note = (f"job start unknown to the Epilog (Slurm < 23.02): window is the last "
             f"{config.unknown_start_window_s:.0f} s before the end")
-    return end - timedelta(seconds=config.unknown_start_window_s), end + timedelta(
-        seconds=config.window_after_s), note
+    return Window(end - timedelta(seconds=config.unknown_start_window_s), end, after=after), note
 
 
 def _caps(config: CollectorConfig) -> tuple[int, int]:
@@ -233,14 +251,15 @@ def collect_node(env: Mapping[str, str], config: Config, sources: Optional[NodeS
     budget = budget or Budget(coll.budget_s, coll.budget_margin_s)
     now = now or datetime.now(timezone.utc)
     sources = sources or default_sources(coll, job.node, env)
-    facts, problems = _node_facts(sources, report)
-    report.problems.extend(problems)
+    window, note = _window(job, coll, now)
+    facts = _node_facts(sources, report, window, coll, budget)
     spool, fallback = Path(config.spool.dir), Path(config.spool.fallback_dir)
     bundle, notes = stage(spool, fallback, job.key, job.node, bool(config.spool.http_url))
-    report.problems.extend(notes)
+    report.problems.extend([*notes, note] if note else notes)
     try:
-        _gather_into(bundle, sources, report, facts, job, coll, budget, now)
+        _gather_into(bundle, sources, report, facts, window, coll, budget, now)
     except BaseException as exc:  # stopped (SIGTERM at the budget) or broken: hand in what there is
+        stop_running()
         _salvage(bundle, report, job, now, exc, spool, fallback)
         raise
     report.delivery = deliver(bundle, spool, fallback, job.key, job.node, config.spool.http_url,
@@ -256,7 +275,7 @@ def _salvage(bundle: NodeBundle, report: CollectionReport, job: EpilogJob, now: 
     leave the staging directory, which tells the finalizer that this node's collector began."""
     state = "timeout" if isinstance(exc, SystemExit) else "error"
     reason = "stopped at the Epilog budget" if state == "timeout" else f"{type(exc).__name__}: {exc}"
-    report.add("collector", state, reason, 0, 0.0)
+    report.coverage.append(SourceCoverage("collector", state, reason))
     document = {"schema": SCHEMA, **job.facts(), "collected_at": _iso(now), "state": state, "reason": reason,
                 "problems": report.problems, "sources": report.entries}
     with contextlib.suppress(Exception):  # on failure the staging directory left behind is the evidence
@@ -266,62 +285,35 @@ def _salvage(bundle: NodeBundle, report: CollectionReport, job: EpilogJob, now: 
         report.delivery = deliver(bundle, spool, fallback, job.key, job.node)
 
 
-def _node_facts(sources: NodeSources, report: CollectionReport) -> tuple[dict[str, Any], list[str]]:
-    began = time.monotonic()
-    try:
-        facts, problems = sources.facts.gather()
-    except Exception as exc:  # a facts reader must not stop the collection
-        facts, problems = {}, [f"node facts: {exc}"]
-    state = "ok" if not problems else "error" if not facts else "ok"
-    report.add("node_facts", state, "; ".join(problems), 0, time.monotonic() - began)
-    return facts, problems
+def _node_facts(sources: NodeSources, report: CollectionReport, window: Window, coll: CollectorConfig,
+                budget: Budget) -> dict[str, Any]:
+    """The node facts come first: the kernel log needs the boot time. They write no file of their own
+    (facts/NODE.yaml is written once the GPU sources added theirs), hence the throw-away bundle."""
+    coverage = collect_bounded(sources.facts, report.job.workload(), window, MemoryBundle(),
+                               Limits(budget.slot(coll.source_timeout_s), _FACTS_RESERVE))
+    report.coverage.append(coverage)
+    report.problems.extend(coverage.notes or ([f"node facts: {coverage.reason}"] if coverage.state != "ok" else []))
+    return dict(coverage.facts)
 
 
 def _gather_into(bundle: NodeBundle, sources: NodeSources, report: CollectionReport, facts: dict[str, Any],
-                 job: EpilogJob, coll: CollectorConfig, budget: Budget, now: datetime) -> None:
-    node = safe_name(job.node)
-    kernel_cap, metric_cap = _caps(coll)
-    start, end, note = _window(job, coll, now)
-    if note:
-        report.problems.append(note)
+                 window: Window, coll: CollectorConfig, budget: Budget, now: datetime) -> None:
     boot = facts.get("boot_time")
     if boot and sources.kernel.boot_time is None:
         sources.kernel.boot_time = datetime.strptime(boot, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    klog = sources.kernel.gather(start, end, budget.slot(coll.source_timeout_s), kernel_cap)
-    written = bundle.write(f"syslog/{node}.log", klog.data) if klog.state in ("ok", "empty") else 0
-    report.add("kernel_log", klog.state, klog.reason, written, klog.seconds)
-    gpu_facts = _gpu(bundle, sources, report, node, coll, budget, metric_cap)
-    facts.update({k: v for k, v in gpu_facts.items() if v})
+    for coverage in collect_all(sources.plan(*_caps(coll)), report.job.workload(), window, bundle,
+                                lambda: budget.slot(coll.source_timeout_s)):
+        report.coverage.append(coverage)
+        facts.update({k: v for k, v in coverage.facts.items() if v})
     facts["collected_at"] = _iso(now)
     facts.setdefault("gpus", [])
-    facts_bytes = bundle.write(f"facts/{node}.yaml", _yaml(facts))
-    for entry in report.entries:
-        if entry["source"] == "node_facts":
-            entry["bytes"] = facts_bytes
-    document = {"schema": SCHEMA, **job.facts(), "collected_at": _iso(now),
-                "window": {"start": _iso(start), "end": _iso(end)}, "problems": report.problems,
+    rel = f"facts/{safe_name(report.job.node)}.yaml"
+    written = bundle.write(rel, _yaml(facts))
+    report.coverage[0] = replace(report.coverage[0], files=(rel,), bytes=written)  # the node facts' line
+    document = {"schema": SCHEMA, **report.job.facts(), "collected_at": _iso(now),
+                "window": {"start": _iso(window.since), "end": _iso(window.until)}, "problems": report.problems,
                 "sources": report.entries}
     bundle.write("collection.yaml", _yaml(document))
-
-
-def _gpu(bundle: NodeBundle, sources: NodeSources, report: CollectionReport, node: str, coll: CollectorConfig,
-         budget: Budget, cap: int) -> dict[str, Any]:
-    plan: list[tuple[str, Any, str]] = [("nvidia_smi", sources.nvidia_smi, f"metrics/{node}.xml"),
-                                         ("dcgmi", sources.dcgmi, f"metrics/{node}.dcgm.txt"),
-                                         ("dcgm_exporter", sources.exporter, f"metrics/{node}.prom")]
-    facts: dict[str, Any] = {}
-    for name, source, rel in plan:
-        if source is None:
-            report.add(name, "skipped", "disabled in the configuration", 0, 0.0)
-            continue
-        try:
-            snap: GpuSnapshot = source.gather(budget.slot(coll.source_timeout_s), cap)
-        except Exception as exc:  # one broken source never costs the others
-            snap = GpuSnapshot("error", b"", f"{type(exc).__name__}: {exc}", 0.0)
-        written = bundle.write(rel, snap.data) if snap.data else 0
-        report.add(name, snap.state, snap.reason, written, snap.seconds)
-        facts.update(snap.facts)
-    return facts
 
 
 def _yaml(data: Any) -> bytes:

@@ -12,14 +12,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
-from slurm_attrib.connectors.gpu import DcgmExporterSource, DcgmiSource, NvidiaSmiSource
-from slurm_attrib.connectors.kernel_log import KernelLogSource
-from slurm_attrib.connectors.node_facts import NodeFactsSource
-from slurm_attrib.connectors.runner import FakeRunner
 
 from slurm_attrib.bundle import load_bundle
 from slurm_attrib.collect import Budget, EpilogJob, NodeSources, collect_node, main, run
 from slurm_attrib.config import CollectorConfig, Config, SpoolConfig
+from slurm_attrib.connectors.gpu import DcgmExporterSource, DcgmiSource, NvidiaSmiSource
+from slurm_attrib.connectors.kernel_log import KernelLogSource
+from slurm_attrib.connectors.node_facts import NodeFactsSource
+from slurm_attrib.connectors.runner import FakeRunner
 
 TESTS = Path(__file__).resolve().parent
 ENVS = TESTS / "epilog" / "data"
@@ -150,6 +150,22 @@ def test_array_and_restart_keys() -> None:
     assert job.key == "mini_6_1_2" and job.facts()["raw_job_id"] == "7"
     del env["SLURM_JOB_RESTART_COUNT"]
     assert EpilogJob.from_env(env).restart_count == 0
+
+
+def test_the_workload_the_sources_see() -> None:
+    job = EpilogJob.from_env(env_dump("multinode-step-exit7.epilog.node-02.env"))
+    work = job.workload()
+    assert (work.node, work.nodes, work.job_id, work.cluster) == ("node-02", ("node-02",), job.spool_job_id, "mini")
+    assert work.uid == int(job.uid) and work.std_out == job.stdout
+    assert "slurm_attrib.slurm" not in _imported_by_the_collector()  # the node side stays lean
+
+
+def _imported_by_the_collector() -> str:
+    import subprocess
+    import sys
+
+    code = "import sys, slurm_attrib.collect; print(' '.join(sorted(sys.modules)))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
 
 
 def test_success_detection_matches_the_wrapper() -> None:

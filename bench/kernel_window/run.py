@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import END, JOB_END_BEFORE_END_S, JOB_START_BEFORE_END_S, XID, generate
-from slurm_attrib.connectors.kernel_log import KernelLogSource
-from slurm_attrib.connectors.runner import FakeRunner
 
 from slurm_attrib.config import CollectorConfig
+from slurm_attrib.connectors.kernel_log import KernelLogSource
+from slurm_attrib.connectors.runner import FakeRunner
 
 
 def timed(func, repeat: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]

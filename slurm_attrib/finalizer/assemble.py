@@ -1,9 +1,8 @@
-"""Assembling the job bundle (DESIGN.md §3) the engine reads: job.yaml, applog/, the node bundles'
-syslog/facts/metrics, and sacct/ (the job's rows, the nodes' recent failures, node events)."""
+"""Assembling the job bundle (DESIGN.md §3) the engine reads: job.yaml, and what the controller-side
+sources wrote (applog/, sacct/) next to the node bundles' syslog/facts/metrics."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -12,26 +11,34 @@ from typing import Any
 
 import yaml
 
+from ..connectors.base import MemoryBundle, SourceCoverage, Workload
 from ..model import iso
-from ..slurm.records import AcctRecord, NodeEvent
+from ..slurm.records import AcctRecord
 from . import nodebundles
-from .applog import AppLogRead
 from .jobinfo import JobInfo
 
 
 @dataclass
 class BundleParts:
-    """Everything gathered for one job, ready to be written."""
+    """Everything gathered for one job, ready to be written: ``files`` holds what the controller-side
+    sources wrote, ``app_logs`` their coverage of the job's output files (bundle name → coverage)."""
 
     info: JobInfo
     steps: list[AcctRecord] = field(default_factory=list)
     node_states: dict[str, tuple[str, str]] = field(default_factory=dict)  # node → (state, reason)
     node_dirs: dict[str, Path] = field(default_factory=dict)
-    app_logs: dict[str, AppLogRead] = field(default_factory=dict)  # bundle name → read result
-    history: list[AcctRecord] = field(default_factory=list)
-    events: list[NodeEvent] = field(default_factory=list)
+    app_logs: dict[str, SourceCoverage] = field(default_factory=dict)
+    files: MemoryBundle = field(default_factory=MemoryBundle)
     sacct_rows: list[AcctRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def workload(info: JobInfo) -> Workload:
+    """The job as the evidence sources see it."""
+    return Workload(cluster=info.cluster, job_id=info.job_id, nodes=info.nodes, user=info.user, uid=info.uid,
+                    partition=info.partition, job_name=info.job_name, work_dir=info.work_dir,
+                    std_out=info.std_out, std_err=info.std_err, array_job_id=info.array_job_id,
+                    array_task_id=info.array_task_id, restart_count=info.restart_count)
 
 
 def job_yaml(parts: BundleParts) -> dict[str, Any]:
@@ -55,8 +62,8 @@ def job_yaml(parts: BundleParts) -> dict[str, Any]:
         "collection": {
             "node_bundles": {n: s for n, (s, _) in sorted(parts.node_states.items())},
             "node_bundle_reasons": {n: r for n, (s, r) in sorted(parts.node_states.items()) if r},
-            "app_logs": {name: {"path": r.path, "state": r.state, "reason": r.reason, "bytes": len(r.data),
-                                "size": r.size} for name, r in sorted(parts.app_logs.items())},
+            "app_logs": {name: {"path": c.query, "state": c.state, "reason": c.reason, "bytes": c.bytes,
+                                "size": c.size} for name, c in sorted(parts.app_logs.items())},
             "state_source": info.state_source,
             "notes": list(parts.notes) + list(info.notes),
         },
@@ -69,55 +76,12 @@ def write_bundle(parts: BundleParts, dest: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, mode=0o750)
     (tmp / "job.yaml").write_text(yaml.safe_dump(job_yaml(parts), sort_keys=False), encoding="utf-8")
-    for name, read in sorted(parts.app_logs.items()):
-        if read.state == "ok":
-            (tmp / "applog").mkdir(exist_ok=True)
-            (tmp / "applog" / name).write_bytes(read.data)
+    for rel, data in sorted(parts.files.files.items()):
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_bytes(data)
     for node, folder in sorted(parts.node_dirs.items()):
         nodebundles.copy_evidence(folder, tmp, node)
-    _write_sacct(tmp / "sacct", parts)
     if dest.exists():
         shutil.rmtree(dest)
     os.replace(tmp, dest)
     return dest
-
-
-def _write_sacct(folder: Path, parts: BundleParts) -> None:
-    folder.mkdir(exist_ok=True)
-    _dump(folder / "job.json", [r.to_dict() for r in parts.sacct_rows])
-    if parts.history:
-        _dump(folder / "node_history.json", [r.to_dict() for r in parts.history])
-    if parts.events:
-        _dump(folder / "node_events.json", [e.to_dict() for e in parts.events])
-
-
-def _dump(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-
-
-def down_nodes(events: list[NodeEvent], nodes: tuple[str, ...]) -> list[str]:
-    """Nodes of the job with a DOWN/FAIL event (not a mere drain) in the queried window."""
-    out = []
-    for ev in events:
-        state = ev.state.upper()
-        if ev.node in nodes and ("DOWN" in state or "FAIL" in state) and ev.node not in out:
-            out.append(ev.node)
-    return sorted(out)
-
-
-def applog_names(info: JobInfo) -> dict[str, str]:
-    """Bundle file name → expanded path (stdout, and stderr when it is a different file)."""
-    from .applog import JobIdentity, expand_pattern
-
-    ident = JobIdentity(job_id=info.job_id, user=info.user, uid=info.uid, job_name=info.job_name,
-                        first_node=info.nodes[0] if info.nodes else "", array_job_id=info.array_job_id,
-                        array_task_id=info.array_task_id, work_dir=info.work_dir)
-    out: dict[str, str] = {}
-    default = "slurm-%A_%a.out" if info.array_job_id else "slurm-%j.out"
-    stdout = expand_pattern(info.std_out or default, ident)
-    out[f"slurm-{info.job_id}.out"] = stdout
-    if info.std_err:
-        stderr = expand_pattern(info.std_err, ident)
-        if stderr != stdout:
-            out[f"slurm-{info.job_id}.err"] = stderr
-    return out

@@ -17,11 +17,12 @@ from typing import Any, Callable, Optional
 
 from ..attribution import VerdictStore, attribute
 from ..config import Config
+from ..connectors import applog, sacct
+from ..connectors.base import EvidenceSource, Window, collect_all
 from ..engine import Engine
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
 from . import assemble, comment, jobinfo, nodebundles, queue
-from .applog import read_tail
 
 log = logging.getLogger("slurm_attrib.finalizer")
 JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
@@ -202,7 +203,6 @@ class Finalizer:
 
     def _gather(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime,
                 records: list[Any]) -> assemble.BundleParts:
-        cfg = self.config.finalizer
         parts = assemble.BundleParts(info=info, sacct_rows=records)
         parts.steps = [r for r in records if r.is_step and r.job_id_raw.split(".")[0] == info.job_id]
         present = nodebundles.arrived(self.spool, job.key)
@@ -217,24 +217,29 @@ class Finalizer:
         if not expected:
             parts.notes.append("node epilogs skip jobs that ended 0:0 (collector.capture_always is off): "
                                "no node bundle expected")
-        since = (info.start or now) - timedelta(minutes=5)
-        parts.events = self._safe(lambda: self.slurm.node_events(list(info.nodes), since, now), [], parts)
-        if info.state == "NODE_FAIL":
-            for node in assemble.down_nodes(parts.events, info.nodes):
-                if node not in present:
-                    parts.node_states[node] = ("missing", "node went down during the job (sacctmgr event)")
-        parts.history = self._safe(lambda: self.slurm.node_history(
-            list(info.nodes), now - timedelta(days=cfg.history_days), now), [], parts)
-        for name, path in assemble.applog_names(info).items():
-            parts.app_logs[name] = read_tail(path, info.uid, cfg.app_log_tail_bytes)
+        self._collect(parts, now, present)
         return parts
 
-    def _safe(self, call: Callable[[], list[Any]], default: list[Any], parts: assemble.BundleParts) -> list[Any]:
-        try:
-            return call()
-        except SlurmError as exc:
-            parts.notes.append(f"not collected: {exc}")
-            return default
+    def _collect(self, parts: assemble.BundleParts, now: datetime, present: dict[str, Path]) -> None:
+        """Run the controller-side evidence sources into ``parts``: an accounting source's failure is a
+        note, the output files' coverage goes to job.yaml, and in a NODE_FAIL a node that went down and
+        sent nothing is missing for that reason."""
+        cfg, info = self.config.finalizer, parts.info
+        cap, workload = self.config.store.max_bundle_bytes, assemble.workload(info)
+        outputs = applog.job_output_sources(workload)
+        plan: list[tuple[EvidenceSource, int]] = [
+            (sacct.NodeEventsSource(self.slurm), cap), (sacct.NodeHistorySource(self.slurm, cfg.history_days), cap),
+            *((source, cfg.app_log_tail_bytes) for source in outputs), (sacct.SacctJobSource(parts.sacct_rows), cap)]
+        window = Window(start=info.start or now, end=now, before=timedelta(minutes=5))
+        coverage = list(collect_all(plan, workload, window, parts.files, lambda: cfg.command_timeout_s))
+        names = {source.name for source in outputs}
+        parts.app_logs = {c.source: c for c in coverage if c.source in names}
+        parts.notes.extend(f"not collected: {c.reason}" for c in coverage if c.source not in names
+                           and c.state == "error")
+        down = next(c for c in coverage if c.source == sacct.NodeEventsSource.name).facts.get("down_nodes", [])
+        for node in down if info.state == "NODE_FAIL" else []:
+            if node not in present:
+                parts.node_states[node] = ("missing", "node went down during the job (sacctmgr event)")
 
     def _remediate(self, diag: dict[str, Any], partition: str, ref: str, now: datetime) -> list[dict[str, str]]:
         if self.remediator is None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from slurm_attrib.connectors.gpu import (
     DcgmExporterSource,
     DcgmiSource,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from slurm_attrib.connectors.spool import NodeBundle, deliver, job_key, safe_name, stage
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from slurm_attrib.connectors.timeseek import find_offset, open_log, read_window, read_window_rotated
 
+from slurm_attrib.connectors.timeseek import find_offset, read_window, read_window_rotated
 from slurm_attrib.timestamps import TimeContext, parse_line_time
 
 UTC = timezone.utc
@@ -86,7 +87,7 @@ def test_find_offset_lands_on_line_starts(tmp_path: Path) -> None:
     _write(path, _iso, count=5000)
     ctx = TimeContext(window_start=T0, window_end=T0 + timedelta(days=1))
     data = path.read_bytes()
-    with open_log(str(path)) as fh:
+    with path.open("rb") as fh:
         for minutes in (0, 1, 77, 300, 580):
             off = find_offset(fh, len(data), T0 + timedelta(minutes=minutes), ctx)
             assert off == 0 or data[off - 1:off] == b"\n"
@@ -131,5 +132,10 @@ def test_symlink_is_not_followed(tmp_path: Path) -> None:
     target.write_text("2026-03-01T00:00:00+00:00 root-only\n")
     link = tmp_path / "kern.log"
     link.symlink_to(target)
+    ctx = TimeContext(window_start=T0, window_end=T0 + timedelta(hours=1))
     with pytest.raises(OSError):
-        open_log(str(link))
+        read_window(str(link), T0, T0 + timedelta(hours=1), ctx, cap=1 << 20)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):  # refused without blocking on the FIFO
+        read_window(str(fifo), T0, T0 + timedelta(hours=1), ctx, cap=1 << 20)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from slurm_attrib.config import Config, FinalizerConfig, RemediationConfig
 from slurm_attrib.engine import Engine
 from slurm_attrib.finalizer import Finalizer
 from slurm_attrib.remediate import DrainLedger, Remediator
+from slurm_attrib.slurm.errors import SlurmError
 from slurm_attrib.slurm.records import AcctRecord, ControllerJob, NodeEvent
 
 from .fakes import FakeSlurm, FakeStore
@@ -117,6 +119,27 @@ def test_node_fail_names_the_node_that_went_down(tmp_path: Path, engine: Engine)
     (result,) = _finalizer(tmp_path, engine, slurm, store).step(T0 + timedelta(seconds=1))
     assert result.outcome == "diagnosed"
     assert store.recorded[0]["category"] == "node_failure" and store.recorded[0]["culprit_nodes"] == ["node-04"]
+
+
+class _NoDbd(FakeSlurm):
+    def node_events(self, nodes: Sequence[str], since: datetime, until: datetime) -> list[NodeEvent]:
+        raise SlurmError("sacctmgr: slurmdbd not responding")
+
+    def node_history(self, nodes: Sequence[str], since: datetime, until: datetime,
+                     states: Sequence[str] = ()) -> list[AcctRecord]:
+        return [_acct("3", "NODE_FAIL", "0:0", ("node-01",))]
+
+
+def test_an_accounting_source_that_fails_is_a_note_and_the_others_still_write(tmp_path: Path,
+                                                                              engine: Engine) -> None:
+    nodes = ("node-01",)
+    hooks.enqueue("epilog_slurmctld", _ctld_env("6", "node-01", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = _NoDbd(jobs={"6": _ctl("6", "NODE_FAIL", nodes)}, acct={"6": [_acct("6", "NODE_FAIL", "0:0", nodes)]})
+    store = FakeStore()
+    assert _finalizer(tmp_path, engine, slurm, store).step(T0 + timedelta(seconds=1))[0].outcome == "diagnosed"
+    job_yaml = yaml.safe_load((store.bundles[0] / "job.yaml").read_text())
+    assert "not collected: sacctmgr: slurmdbd not responding" in job_yaml["collection"]["notes"]
+    assert sorted(p.name for p in (store.bundles[0] / "sacct").iterdir()) == ["job.json", "node_history.json"]
 
 
 def test_comment_is_retried_until_the_job_is_in_the_db(tmp_path: Path, engine: Engine) -> None:

@@ -1,9 +1,8 @@
-"""AdminComment segment and merge, output-path patterns, the safe tail read, job facts from real hook
-environments, remediation caps."""
+"""AdminComment segment and merge, job facts from real hook environments, remediation caps (output-path
+patterns and the safe tail read: tests/connectors/test_applog.py)."""
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pytest
 
 from slurm_attrib.config import RemediationConfig
 from slurm_attrib.finalizer import comment, jobinfo
-from slurm_attrib.finalizer.applog import JobIdentity, expand_pattern, read_tail
 from slurm_attrib.finalizer.queue import QueueEntry, group_entries
 from slurm_attrib.remediate import DrainLedger, RemediationError, Remediator
 from slurm_attrib.slurm.records import AcctRecord, ControllerJob
@@ -69,32 +67,6 @@ def test_only_settled_states_count(state: str, ok: bool) -> None:
     assert jobinfo.with_controller(info, ctl).state == (state if ok else "")
     alloc = AcctRecord(job_id="5", job_id_raw="5", state=state)
     assert jobinfo.with_accounting(info, alloc).state == (state if ok else "")
-
-
-def test_output_patterns() -> None:
-    job = JobIdentity(job_id="8", user="alice", uid=1, job_name="train", first_node="node-01", array_job_id="7",
-                      array_task_id="1", work_dir="/home/alice")
-    assert expand_pattern("%x-%j.out", job) == "/home/alice/train-8.out"
-    assert expand_pattern("/s/%u/%A_%a.%N.%4j.%n.%t.%s.%%", job) == "/s/alice/7_1.node-01.0008.0.0.batch.%"
-    plain = JobIdentity(job_id="9", user="a", uid=1)
-    assert expand_pattern("/o/slurm-%A_%a.out", plain) == "/o/slurm-9_4294967294.out"
-
-
-def test_tail_read_checks_owner_and_never_follows_links(tmp_path: Path) -> None:
-    log = tmp_path / "out"
-    log.write_bytes(b"x" * 100 + b"tail")
-    ok = read_tail(str(log), os.getuid(), 10)
-    assert ok.state == "ok" and ok.data == b"xxxxxxtail" and ok.size == 104
-    assert read_tail(str(log), os.getuid() + 1, 10).state == "error"
-    link = tmp_path / "link"
-    link.symlink_to(log)
-    planted = read_tail(str(link), os.getuid(), 10)
-    assert planted.state == "error" and "symbolic link" in planted.reason and planted.data == b""
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    assert read_tail(str(fifo), os.getuid(), 10).reason == "not a regular file"
-    assert read_tail("/dev/null", 0, 10).state == "skipped"
-    assert read_tail(str(log), None, 10).state == "error"
 
 
 def _entry(name: str, hook: str) -> QueueEntry:

@@ -1,4 +1,7 @@
-"""The job's own StdOut/StdErr, read safely by root on the controller.
+"""The job's own StdOut/StdErr, read safely by root on the controller (a controller-side source).
+
+One :class:`JobOutputSource` per output file (:func:`job_output_sources`: stdout, and stderr when it is
+another file); each writes ``applog/<bundle name>`` and reports the path it read as its query.
 
 Choice (documented in the README): open with ``O_NOFOLLOW`` (a symlink a user planted as the output
 path is never followed) and ``O_NONBLOCK`` (a FIFO cannot hang us), then ``fstat`` the open descriptor
@@ -18,29 +21,23 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass
 from typing import Optional
+
+from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
+
+__all__ = ["AppLogRead", "JobOutputSource", "expand_pattern", "job_output_sources", "read_tail"]
 
 NO_ARRAY_TASK = "4294967294"
 _PATTERN = re.compile(r"%(\d*)([jJuxNAatns%])")
 
 
-@dataclass(frozen=True)
-class JobIdentity:
-    job_id: str
-    user: str
-    uid: Optional[int]
-    job_name: str = ""
-    first_node: str = ""
-    array_job_id: str = ""
-    array_task_id: str = ""
-    work_dir: str = ""
-
-
-def expand_pattern(pattern: str, job: JobIdentity) -> str:
+def expand_pattern(pattern: str, job: Workload) -> str:
     """Expand sbatch's filename pattern for the batch step's output (see the module docstring)."""
     values = {
-        "j": job.job_id, "J": job.job_id, "u": job.user, "x": job.job_name, "N": job.first_node,
+        "j": job.job_id, "J": job.job_id, "u": job.user, "x": job.job_name,
+        "N": job.nodes[0] if job.nodes else "",
         "A": job.array_job_id or job.job_id, "a": job.array_task_id or NO_ARRAY_TASK,
         "n": "0", "t": "0", "s": "batch",
     }
@@ -60,6 +57,8 @@ def expand_pattern(pattern: str, job: JobIdentity) -> str:
 
 @dataclass(frozen=True)
 class AppLogRead:
+    """One tail read: the path, its state, the bytes and the file's full size."""
+
     path: str
     state: str  # ok | empty | error | skipped
     reason: str = ""
@@ -103,3 +102,32 @@ def _read_all(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks)
+
+
+class JobOutputSource:
+    """The tail of one of the job's output files, written as ``applog/<name>``; ``name`` is also the
+    source's name in the coverage (job.yaml ``collection.app_logs``)."""
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name = name
+        self.path = path
+
+    def collect(self, workload: Workload, window: Window, bundle: BundleWriter, limits: Limits) -> SourceCoverage:
+        began = time.monotonic()
+        read = read_tail(self.path, workload.uid, limits.max_bytes)
+        written = bundle.write(f"applog/{self.name}", read.data) if read.state == "ok" else 0
+        files = (f"applog/{self.name}",) if read.state == "ok" else ()
+        return SourceCoverage(self.name, read.state, read.reason, files, written, time.monotonic() - began,
+                              query=read.path, size=read.size, truncated=read.size > len(read.data))
+
+
+def job_output_sources(job: Workload) -> list[JobOutputSource]:
+    """stdout (sbatch's default name when none was given), and stderr when it is a different file."""
+    default = "slurm-%A_%a.out" if job.array_job_id else "slurm-%j.out"
+    stdout = expand_pattern(job.std_out or default, job)
+    sources = [JobOutputSource(f"slurm-{job.job_id}.out", stdout)]
+    if job.std_err:
+        stderr = expand_pattern(job.std_err, job)
+        if stderr != stdout:
+            sources.append(JobOutputSource(f"slurm-{job.job_id}.err", stderr))
+    return sources
