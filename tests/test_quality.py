@@ -44,3 +44,21 @@ def test_every_package_is_installed() -> None:
     listed = set(config["options"]["packages"].split())
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "slurm_attrib").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+# Test folders that are not a subpackage of slurm_attrib, and what they hold instead.
+NOT_PACKAGES = {
+    "golden": "golden cases: bundle → expected diagnosis",
+    "rules": "rule fixtures, mirroring rules/",
+    "data": "captured tool output shared by several test folders",
+    "epilog": "the /bin/sh wrapper of epilog/",
+    "integration": "scenarios on a real Slurm test cluster (marker slurm)",
+}
+
+
+def test_test_folders_mirror_the_package() -> None:
+    """tests/<x>/ tests slurm_attrib/<x>/ (connectors/ included, as slurm_attrib.connectors); other folders
+    are named above with what they hold."""
+    packages = {p.name for p in (ROOT / "slurm_attrib").iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert folders - packages - set(NOT_PACKAGES) == set()

@@ -1,6 +1,6 @@
 """End to end on the real Slurm test cluster (issue 5 item 4): job end → verdict visible in sacct.
 
-Starts the test cluster of tests/slurm (munged, MariaDB, slurmdbd, slurmctld, node-01..04) with the
+Starts the test cluster of tests/integration (munged, MariaDB, slurmdbd, slurmctld, node-01..04) with the
 project's Epilog and controller hook and the finalizer with the DEFAULT configuration (node-bundle
 deadline 20 s), runs N failing 2-node jobs one after another (exit 1 with an XID 79 on node-02) and, per
 job, measures from the job's end (seen by polling squeue every 50 ms) to:
@@ -28,7 +28,7 @@ PREFIX = "slurm-attrib/v1:"
 
 
 def _load_cluster():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests" / "slurm" / "cluster.py")
+    spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests" / "integration" / "cluster.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["cluster"] = module

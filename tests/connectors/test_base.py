@@ -28,7 +28,7 @@ from slurm_attrib.connectors.kernel_log import KernelLogSource
 from slurm_attrib.connectors.node_facts import NodeFactsSource
 from slurm_attrib.connectors.runner import FakeRunner
 from slurm_attrib.connectors.sacct import NodeEventsSource, NodeHistorySource, SacctJobSource
-from tests.finalize.fakes import FakeSlurm
+from tests.finalizer.fakes import FakeSlurm
 
 JOB = Workload(cluster="c", job_id="7", nodes=("node-01", "node-02"), node="node-01", uid=1000)
 T0 = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)

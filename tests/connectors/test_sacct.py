@@ -11,7 +11,7 @@ from slurm_attrib.connectors.base import Limits, MemoryBundle, Window, Workload
 from slurm_attrib.connectors.sacct import NodeEventsSource, NodeHistorySource, SacctJobSource
 from slurm_attrib.slurm.errors import SlurmError
 from slurm_attrib.slurm.records import AcctRecord, NodeEvent
-from tests.finalize.fakes import FakeSlurm
+from tests.finalizer.fakes import FakeSlurm
 
 T0 = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
 JOB = Workload(cluster="c", job_id="7", nodes=("node-01", "node-02"))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from slurm_attrib import hooks
 
-ROOT = Path(__file__).resolve().parents[2]
-DUMPS = ROOT / "tests" / "slurm_access" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+DUMPS = ROOT / "tests" / "slurm" / "data"
 
 
 def _env(name: str) -> dict[str, str]:

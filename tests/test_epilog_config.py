@@ -9,7 +9,7 @@ from pathlib import Path
 from slurm_attrib.config import CollectorConfig
 from slurm_attrib.epilog_config import write_epilog_config
 
-WRAPPER = Path(__file__).resolve().parents[2] / "epilog" / "slurm-attrib-epilog.sh"
+WRAPPER = Path(__file__).resolve().parents[1] / "epilog" / "slurm-attrib-epilog.sh"
 
 
 def test_files_written_and_flag_removed(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Parser cases: real captured Slurm 22.05 output (``data/<case>.txt``) and what it must parse into
 (``data/<case>.expected.json``). ``sacct-envdump-*`` come from ../shared/research/slurm-minicluster/
 env-dumps (sacct -P with a header); ``sacct-failedjobs-*`` re-project captured rows into the failed-jobs
-query's columns; the others were captured from the test cluster (tests/slurm)."""
+query's columns; the others were captured from the test cluster (tests/integration)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from slurm_attrib.slurm.records import AcctRecord, ControllerJob
 
 from .fakes import FakeSlurm
 
-DUMPS = Path(__file__).resolve().parents[1] / "slurm_access" / "data"
+DUMPS = Path(__file__).resolve().parents[1] / "slurm" / "data"
 DIAG = {"status": "attributed", "category": "gpu_hardware", "responsible": "infrastructure",
         "culprit_nodes": ["node-02"], "annotations": [],
         "root_cause": {"kind": "xid", "gpu": "0000:3B:00", "fields": {"code": 79}}}
