@@ -428,23 +428,31 @@ def parse_catalog(data: object) -> Catalog:
     )
 
 
+def vendor_yaml(text: str, what: str, origin: str) -> object:
+    """Parse the YAML of a vendor data file (the catalog, the policy overlay); CatalogError names it."""
+    try:
+        return yaml.load(text, Loader=_SafeLoader)  # a safe loader (C or pure Python)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{what}: {origin}: invalid YAML: {exc}") from None
+
+
+def packaged_text(name: str, what: str) -> str:
+    """The text of a data file shipped in ``slurm_attrib.data``; CatalogError when it cannot be read."""
+    try:
+        return importlib.resources.files(DATA_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    except (OSError, ModuleNotFoundError) as exc:
+        raise CatalogError(f"{what}: cannot read {DATA_PACKAGE}/{name}: {exc}") from None
+
+
 def parse_catalog_text(text: str, origin: str = DATA_FILE) -> Catalog:
     """Parse catalog YAML text (raises CatalogError for YAML syntax errors and malformed content)."""
-    try:
-        data = yaml.load(text, Loader=_SafeLoader)  # a safe loader (C or pure Python)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"xid catalog: {origin}: invalid YAML: {exc}") from None
-    return parse_catalog(data)
+    return parse_catalog(vendor_yaml(text, "xid catalog", origin))
 
 
 @functools.cache
 def load_catalog() -> Catalog:
     """The packaged catalog, read once per process (raises CatalogError if missing or malformed)."""
-    try:
-        text = importlib.resources.files(DATA_PACKAGE).joinpath(DATA_FILE).read_text(encoding="utf-8")
-    except (OSError, ModuleNotFoundError) as exc:
-        raise CatalogError(f"xid catalog: cannot read {DATA_PACKAGE}/{DATA_FILE}: {exc}") from None
-    return parse_catalog_text(text, f"{DATA_PACKAGE}/{DATA_FILE}")
+    return parse_catalog_text(packaged_text(DATA_FILE, "xid catalog"), f"{DATA_PACKAGE}/{DATA_FILE}")
 
 
 def get_xid(code: int) -> XidEntry | None:

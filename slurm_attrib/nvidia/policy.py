@@ -12,15 +12,12 @@ with the path of the offending field.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import yaml
-
 from slurm_attrib.errors import CatalogError
-from slurm_attrib.nvidia.catalog import CATEGORIES, DATA_PACKAGE, SEVERITIES
+from slurm_attrib.nvidia.catalog import CATEGORIES, DATA_PACKAGE, SEVERITIES, packaged_text, vendor_yaml
 
 __all__ = ["POLICY_FILE", "XidPolicy", "load_policy", "parse_policy", "parse_policy_text"]
 
@@ -133,18 +130,10 @@ def parse_policy(data: object) -> XidPolicy:
 
 def parse_policy_text(text: str, origin: str = POLICY_FILE) -> XidPolicy:
     """Parse overlay YAML text (raises CatalogError for YAML syntax errors and malformed content)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"xid policy: {origin}: invalid YAML: {exc}") from None
-    return parse_policy(data)
+    return parse_policy(vendor_yaml(text, "xid policy", origin))
 
 
 @functools.cache
 def load_policy() -> XidPolicy:
     """The packaged overlay, read once per process (raises CatalogError if missing or malformed)."""
-    try:
-        text = importlib.resources.files(DATA_PACKAGE).joinpath(POLICY_FILE).read_text(encoding="utf-8")
-    except (OSError, ModuleNotFoundError) as exc:
-        raise CatalogError(f"xid policy: cannot read {DATA_PACKAGE}/{POLICY_FILE}: {exc}") from None
-    return parse_policy_text(text, f"{DATA_PACKAGE}/{POLICY_FILE}")
+    return parse_policy_text(packaged_text(POLICY_FILE, "xid policy"), f"{DATA_PACKAGE}/{POLICY_FILE}")
