@@ -53,7 +53,10 @@ def cmd_rules_lint(args: argparse.Namespace) -> int:
     for issue in issues:
         sys.stdout.write(f"{issue}\n")
     errors = sum(1 for i in issues if i.severity == "error")
-    sys.stdout.write(f"{len(engine.ruleset.rules)} rules, {errors} error(s), {len(issues) - errors} warning(s)\n")
+    checked = sum(1 for r in engine.ruleset.rules if origin is None or r.origin == origin)
+    quarantined = f", {len(engine.ruleset.quarantined)} quarantined" if origin != "bundled" else ""
+    sys.stdout.write(f"{checked} {origin + ' ' if origin else ''}rules{quarantined}, {errors} error(s), "
+                     f"{len(issues) - errors} warning(s)\n")
     return EXIT_RULES_FAILED if errors else 0
 
 
