@@ -22,7 +22,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.store:
         write_diagnosis(engine.diagnose(args.bundle), args.format)
         return 0
-    store = SqliteVerdictStore(replace(config.store, path=args.store), spool.resolve_spool_dir(args.spool_dir))
+    store = SqliteVerdictStore(replace(config.store, path=args.store),
+                               spool.resolve_spool_dir(args.spool_dir, configured_root=config.spool.dir))
     done = attribute(engine, args.bundle, store, now_of(args), args.history_days)
     for warning in done.warnings():
         sys.stderr.write(f"slurm-attrib: warning: {warning}\n")
@@ -49,7 +50,7 @@ def register(sub: Any) -> None:
     diag.add_argument("--store", help="also record the diagnosis in this store; the store's history flags "
                                       "repeat offenders")
     diag.add_argument("--spool-dir", help="where a verdict goes when the store stays locked or read-only "
-                                          f"(default ${spool.SPOOL_ENV}/verdicts, else {spool.DEFAULT_SPOOL_DIR})")
+                                          f"(default ${spool.SPOOL_ENV}/verdicts, else verdicts/ under spool.dir)")
     diag.add_argument("--now", help="verdict time to record (ISO); default: the clock")
     add_history_option(diag)
     add_rule_options(diag)

@@ -19,7 +19,7 @@ from ..store.progress import ProgressBar
 from ..store.rows import JobKey
 from ..store.tables import FORMATS, format_rows
 from ..store.timespec import parse_duration, parse_when
-from .common import add_rule_options, command, config_of, engine_of
+from .common import add_config_option, add_rule_options, command, config_of, engine_of
 from .common import now_of as _now
 
 
@@ -29,7 +29,9 @@ def _window(args: argparse.Namespace, now: datetime) -> reports.Window:
 
 
 def _open(args: argparse.Namespace, create: bool = False) -> store_db.Store:
-    return store_db.Store.open(store_db.resolve_store_path(args.store), create=create)
+    """The store of ``--store``, else ``$SLURM_ATTRIB_STORE``, else the configuration's ``store.path``."""
+    config = config_of(args)
+    return store_db.Store.open(store_db.resolve_store_path(args.store, configured=config.store.path), create=create)
 
 
 def _history_days(text: str) -> float:
@@ -228,7 +230,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_import_spool(args: argparse.Namespace) -> int:
-    folder = spool.resolve_spool_dir(args.dir)
+    folder = spool.resolve_spool_dir(args.dir, configured_root=config_of(args).spool.dir)
     with _open(args, create=True) as st:
         done = spool.import_spool(st, folder)
     rows = [{"file": str(p), "result": "imported", "error": ""} for p in done.imported]
@@ -240,9 +242,13 @@ def cmd_import_spool(args: argparse.Namespace) -> int:
 # -- registration ----------------------------------------------------------------------------------
 
 
-def _store_options(parser: argparse.ArgumentParser, window: bool = True, fmt: bool = True) -> None:
-    parser.add_argument("--store", help=f"the store (default ${store_db.STORE_ENV}, "
-                                        f"else {store_db.DEFAULT_STORE_PATH})")
+def _store_options(parser: argparse.ArgumentParser, window: bool = True, fmt: bool = True,
+                   config: bool = True) -> None:
+    """--store and friends; ``config`` adds --config (commands with the rule options have it already)."""
+    parser.add_argument("--store", help=f"the store (default ${store_db.STORE_ENV}, else the configuration's "
+                                        f"store.path, {store_db.DEFAULT_STORE_PATH})")
+    if config:
+        add_config_option(parser)
     parser.add_argument("--now", help="take this ISO time as now (durations count back from it); default: the clock")
     if window:
         parser.add_argument("--since", help="from this time: ISO date/time or a duration back from now (7d, 12h, 30m)")
@@ -297,7 +303,7 @@ def register(sub: Any) -> None:
     replay.add_argument("--cluster", help="the cluster")
     replay.add_argument("--apply", action="store_true", help="store the verdicts that changed")
     replay.add_argument("--all", action="store_true", help="list unchanged verdicts too")
-    _store_options(replay)
+    _store_options(replay, config=False)
     add_history_option(replay)
     add_rule_options(replay)
 
@@ -310,12 +316,12 @@ def register(sub: Any) -> None:
                        "instead of running sacct (repeatable)")
     sweep.add_argument("--sacct-timeout", type=float, default=60.0, help="seconds sacct may take (default 60)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs that would get a verdict")
-    _store_options(sweep)
+    _store_options(sweep, config=False)
     add_history_option(sweep)
     add_rule_options(sweep)
 
     imp = command(sub, "import-spool", cmd_import_spool, "load spooled verdicts into the store", "Load the "
                    "verdicts that were spooled while the store was locked or read-only, then remove them.")
     imp.add_argument("dir", metavar="DIR", nargs="?", help=f"spool directory (default ${spool.SPOOL_ENV}/verdicts, "
-                     f"else {spool.DEFAULT_SPOOL_DIR})")
+                     f"else verdicts/ under the configuration's spool.dir, {spool.DEFAULT_SPOOL_DIR})")
     _store_options(imp, window=False)

@@ -58,10 +58,11 @@ class RecordResult:
     key: JobKey
 
 
-def resolve_store_path(option: Optional[str], environ: Optional[dict[str, str]] = None) -> str:
-    """``--store PATH``, else ``$SLURM_ATTRIB_STORE``, else the default path."""
+def resolve_store_path(option: Optional[str], environ: Optional[dict[str, str]] = None,
+                       configured: str = DEFAULT_STORE_PATH) -> str:
+    """``--store PATH``, else ``$SLURM_ATTRIB_STORE``, else the configuration's ``store.path``."""
     env = os.environ if environ is None else environ
-    return option or env.get(STORE_ENV) or DEFAULT_STORE_PATH
+    return option or env.get(STORE_ENV) or configured
 
 
 def is_busy_error(exc: BaseException) -> bool:

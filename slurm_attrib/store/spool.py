@@ -44,13 +44,13 @@ class SpoolImport:
     failed: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def resolve_spool_dir(option: Optional[str], environ: Optional[dict[str, str]] = None) -> str:
-    """The verdict spool: ``option``, else ``verdicts/`` under the spool root ``$SLURM_ATTRIB_SPOOL``
-    (the layout of etc/slurm-attrib.yaml), else the default."""
+def resolve_spool_dir(option: Optional[str], environ: Optional[dict[str, str]] = None,
+                      configured_root: str = "") -> str:
+    """The verdict spool: ``option``, else ``verdicts/`` under the spool root ``$SLURM_ATTRIB_SPOOL``, else
+    under the configuration's ``spool.dir`` (the layout of etc/slurm-attrib.yaml), else the default."""
     env = os.environ if environ is None else environ
-    if option:
-        return option
-    return str(Path(env[SPOOL_ENV]) / "verdicts") if env.get(SPOOL_ENV) else DEFAULT_SPOOL_DIR
+    root = env.get(SPOOL_ENV) or configured_root
+    return option or (str(Path(root) / "verdicts") if root else DEFAULT_SPOOL_DIR)
 
 
 def spool_verdict(spool_dir: Union[str, os.PathLike[str]], diag: dict[str, Any], verdict_time: datetime,
