@@ -194,9 +194,9 @@ def test_hung_nvidia_smi_with_the_real_collector_is_stopped_and_reported(tmp_pat
                     f"  nvidia_smi: {smi}\n  dcgmi: ''\n  kernel_log_path: {tmp_path}/kern-{{node}}.log\n")
     log = tmp_path / "epilog.log"
     env = {**env_dump("fail-exit3.epilog.node-01.env"), "SLURM_ATTRIB_PYTHON": sys.executable,
-           "SLURM_ATTRIB_LOG": str(log), "SLURM_ATTRIB_CONFIG": str(conf), "SLURM_ATTRIB_BUDGET": "3"}
-    proc, elapsed = run_wrapper(env, etc)
-    assert proc.returncode == 0 and elapsed < 3 + 2 + 1.5
+           "SLURM_ATTRIB_LOG": str(log), "SLURM_ATTRIB_CONFIG": str(conf), "SLURM_ATTRIB_BUDGET": "6"}
+    proc, elapsed = run_wrapper(env, etc)  # a 6 s budget: interpreter start-up on a loaded machine fits in it
+    assert proc.returncode == 0 and elapsed < 6 + 2 + 1.5
     collection = tmp_path / "spool/nodes/mini_1_0/node-01/collection.yaml"
     assert collection.is_file(), log.read_text()
     text = collection.read_text()
