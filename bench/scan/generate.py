@@ -4,9 +4,11 @@ The application logs carry what a healthy large job prints (progress lines, NCCL
 odd harmless warning) and, at the end, the cascade of a real fault: one node's GPU falls off the bus
 (XID 79 in its kernel log), 30 s later every peer rank reports NCCL errors and watchdog timeouts and
 srun reports the task exits. Kernel logs hold healthy-node noise with that one fault. Deterministic
-for a given seed.
+for a given seed. This is the "cascade" profile; ``--profile noisy`` writes the realistic-noise bundle
+of :mod:`noisy` (NCCL INFO on every rank, kernel chatter, benign lines holding every rule anchor).
 
-    python bench/scan/generate.py --out /tmp/scan-1g --size 1GiB [--nodes 512 --gpus 8 --seed 1]
+    python bench/scan/generate.py --out /tmp/scan-1g --size 1GiB [--profile cascade|noisy]
+                                  [--nodes 512 --gpus 8 --seed 1]
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _healthy_app_lines(rng: random.Random, node: str, ranks: list[int], count: i
     return lines
 
 
-def _failure_lines(node: str, ranks: list[int], fault_node: str, fault_at: datetime) -> list[str]:
+def failure_lines(node: str, ranks: list[int], fault_node: str, fault_at: datetime) -> list[str]:
     at = fault_at + timedelta(seconds=30)
     stamp = f"{at.month}{at.day:02d} {at.strftime('%H:%M:%S')}.{at.microsecond:06d}"
     out = []
@@ -86,13 +88,29 @@ def _kernel_lines(rng: random.Random, node: str, count: int, fault: bool, fault_
         ])
         lines.append(f"{stamp} {node} kernel: [{uptime:12.6f}] {msg}")
     if fault:
-        uptime = boot + (fault_at - START).total_seconds()
-        stamp = fault_at.strftime("%b %d %H:%M:%S").replace(" 0", "  ", 1)
-        lines.append(f"{stamp} {node} kernel: [{uptime:12.6f}] NVRM: GPU at PCI:0000:9b:00: "
-                     "GPU-509665ad-b600-ac93-3616-d754b23d636d")
-        lines.append(f"{stamp} {node} kernel: [{uptime + 0.000026:12.6f}] NVRM: Xid (PCI:0000:9b:00): 79, "
-                     "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+        lines += fault_kernel_lines(node, fault_at)
     return lines
+
+
+def fault_kernel_lines(node: str, fault_at: datetime) -> list[str]:
+    """The faulty node's kernel lines: its GPU's identity, then XID 79."""
+    uptime = 86400.0 + (fault_at - START).total_seconds()
+    stamp = fault_at.strftime("%b %d %H:%M:%S").replace(" 0", "  ", 1)
+    return [f"{stamp} {node} kernel: [{uptime:12.6f}] NVRM: GPU at PCI:0000:9b:00: "
+            "GPU-509665ad-b600-ac93-3616-d754b23d636d",
+            f"{stamp} {node} kernel: [{uptime + 0.000026:12.6f}] NVRM: Xid (PCI:0000:9b:00): 79, "
+            "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."]
+
+
+def write_job_yaml(out: Path, names: list[str], ranks: dict[str, list[int]], gpus: int,
+                   fault_at: datetime) -> None:
+    """The scheduler's view: a failed job on every node, ending two minutes after the fault."""
+    job = ["job_id: '900001'", "cluster: bench", "user: bench", "partition: gpu", "state: FAILED",
+           "exit_code: '1:0'", f"start: '{START.strftime('%Y-%m-%dT%H:%M:%SZ')}'",
+           f"end: '{(fault_at + timedelta(seconds=120)).strftime('%Y-%m-%dT%H:%M:%SZ')}'",
+           f"gpus_per_node: {gpus}", "nodes:"] + [f"  - {n}" for n in names] + ["ranks:"]
+    job += [f"  {r}: {n}" for n in names for r in ranks[n]]
+    (out / "job.yaml").write_text("\n".join(job) + "\n")
 
 
 def generate(out: Path, size: int, nodes: int, gpus: int, seed: int) -> None:
@@ -107,18 +125,26 @@ def generate(out: Path, size: int, nodes: int, gpus: int, seed: int) -> None:
     (out / "applog").mkdir(parents=True, exist_ok=True)
     (out / "syslog").mkdir(exist_ok=True)
     ranks = {n: list(range(i * gpus, (i + 1) * gpus)) for i, n in enumerate(names)}
-    job = ["job_id: '900001'", "cluster: bench", "user: bench", "partition: gpu", "state: FAILED",
-           "exit_code: '1:0'", f"start: '{START.strftime('%Y-%m-%dT%H:%M:%SZ')}'",
-           f"end: '{(fault_at + timedelta(seconds=120)).strftime('%Y-%m-%dT%H:%M:%SZ')}'",
-           f"gpus_per_node: {gpus}", "nodes:"] + [f"  - {n}" for n in names] + ["ranks:"]
-    job += [f"  {r}: {n}" for n in names for r in ranks[n]]
-    (out / "job.yaml").write_text("\n".join(job) + "\n")
+    write_job_yaml(out, names, ranks, gpus, fault_at)
     for node in names:
         body = _healthy_app_lines(rng, node, ranks[node], count, START, duration_s / count)
-        body += _failure_lines(node, ranks[node], fault_node, fault_at)
+        body += failure_lines(node, ranks[node], fault_node, fault_at)
         (out / "applog" / f"{node}.log").write_text("\n".join(body) + "\n")
         kernel = _kernel_lines(rng, node, 120, node == fault_node, fault_at)
         (out / "syslog" / f"{node}.log").write_text("\n".join(kernel) + "\n")
+
+
+PROFILES = ("cascade", "noisy")
+
+
+def generate_profile(profile: str, out: Path, size: int, nodes: int = 512, gpus: int = 8, seed: int = 1) -> None:
+    """Write the bundle of one profile: "cascade" (this module) or "noisy" (:mod:`noisy`)."""
+    if profile == "noisy":
+        from noisy import generate_noisy  # imports the rule set: only for the profile that needs it
+
+        generate_noisy(out, size, nodes, gpus, seed)
+    else:
+        generate(out, size, nodes, gpus, seed)
 
 
 def main() -> None:
@@ -128,8 +154,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=512)
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", choices=PROFILES, default="cascade")
     args = parser.parse_args()
-    generate(args.out, parse_size(args.size), args.nodes, args.gpus, args.seed)
+    generate_profile(args.profile, args.out, parse_size(args.size), args.nodes, args.gpus, args.seed)
 
 
 if __name__ == "__main__":

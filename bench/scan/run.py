@@ -1,17 +1,23 @@
-"""Scanning benchmark (issue 5, items 1 and 6): `slurm-attrib diagnose` on a generated cluster-scale
-bundle against GNU `grep -E -c` over the same files with the same patterns (every literal anchor of
-the bundled extract rules), run alternately in this script; plus peak memory and byte-identical
-output across runs.
+"""Scanning benchmark (issue 10): `slurm-attrib diagnose` on generated cluster-scale bundles against
+GNU `grep -E -c` over the same files with one pattern per literal anchor of the bundled rules, run
+alternately in this script (medians); peak memory; the hit:symptom ratio and the per-hit cost; and
+byte-identical JSON across runs, worker counts and file order.
 
-    python bench/scan/run.py --sizes 256MiB,1GiB [--repeat 3] [--workdir /tmp/slurm-attrib-bench]
+    python bench/scan/run.py --profiles noisy,cascade --sizes 256MiB,1GiB [--repeat 3] [--cpus 2]
+                             [--workdir /tmp/slurm-attrib-bench] [--no-determinism] [--no-hit-cost]
 
-Absolute times drift on shared machines; the ratio diagnose/grep is the figure to compare.
+Hits are lines holding at least one anchor (what the prefilter hands to the rules), counted by the
+grep baseline itself until the engine reports its own (:func:`engine_hits`). The per-hit cost is
+(diagnose of the bundle - diagnose of its quiet twin) / hits, where the quiet twin is the same bundle
+without its hit lines, timed side by side. Absolute times drift on shared machines; the ratios are the
+figures to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -19,76 +25,230 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import generate, parse_size  # noqa: E402
+from generate import PROFILES, generate_profile, parse_size  # noqa: E402
 
+from slurm_attrib.engine import prefilter  # noqa: E402
 from slurm_attrib.ruleset import load_ruleset  # noqa: E402
+
+WORKER_COUNTS = (1, 2, 4)
+WORKERS_ENV = "SLURM_ATTRIB_WORKERS"  # the engine's worker-count control; ignored where it does not exist
+
+
+@dataclass
+class Run:
+    seconds: float
+    peak_kib: int
+    output: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.output).hexdigest()
+
+
+@dataclass
+class Result:
+    profile: str
+    size: str
+    bytes: int
+    grep_s: float
+    diagnose_s: float
+    peak_mb: float
+    runs_identical: bool
+    sha256: str
+    hits: int
+    symptoms: int
+    quiet_s: Optional[float] = None
+    determinism: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        return self.diagnose_s / self.grep_s
+
+    @property
+    def per_hit_us(self) -> Optional[float]:
+        if self.quiet_s is None or not self.hits:
+            return None
+        return (self.diagnose_s - self.quiet_s) / self.hits * 1e6
+
+
+def anchors() -> list[str]:
+    """Every literal anchor of the bundled rules (a trailing newline means: at the end of a line)."""
+    return sorted({a for r in load_ruleset(include_site=False).rules if r.match for a in r.match.anchors})
 
 
 def pattern_file(workdir: Path) -> Path:
-    """One grep -E pattern per literal anchor of the bundled extract rules."""
-    anchors = sorted({a.rstrip("\n") for r in load_ruleset(include_site=False).rules if r.match
-                      for a in r.match.anchors})
+    """One grep -E pattern per anchor; "Error\\n" becomes "Error$", as the prefilter reads it."""
+    lines = []
+    for anchor in anchors():
+        body = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", anchor.rstrip("\n"))
+        lines.append(body + ("$" if anchor.endswith("\n") else ""))
     path = workdir / "patterns.txt"
-    path.write_text("".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", a) + "\n" for a in anchors))
+    path.write_text("".join(line + "\n" for line in lines))
     return path
 
 
-def run_grep(bundle: Path, patterns: Path) -> float:
+def pinned(argv: list[str], cpus: int) -> list[str]:
+    """The command pinned to the first ``cpus`` cores when this machine has more (both sides alike)."""
+    if cpus and (os.cpu_count() or 1) > cpus and shutil.which("taskset"):
+        return ["taskset", "-c", f"0-{cpus - 1}", *argv]
+    return argv
+
+
+def run_grep(bundle: Path, patterns: Path, cpus: int) -> tuple[float, int]:
+    """Wall time and the number of hit lines (the sum of grep's per-file counts)."""
+    argv = pinned(["grep", "-E", "-c", "-r", "-f", str(patterns), str(bundle)], cpus)
     start = time.perf_counter()
-    subprocess.run(["grep", "-E", "-c", "-r", "-f", str(patterns), str(bundle)], env={**os.environ, "LC_ALL": "C"},
-                   stdout=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    done = subprocess.run(argv, env={**os.environ, "LC_ALL": "C"}, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    hits = sum(int(line.rsplit(b":", 1)[1]) for line in done.stdout.splitlines() if b":" in line)
+    return elapsed, hits
 
 
-def run_diagnose(bundle: Path) -> tuple[float, int, bytes]:
-    """Wall time, peak RSS in KiB (GNU time) and the JSON output."""
-    cli = [sys.executable, "-m", "slurm_attrib.cli", "diagnose", "--no-site-rules", "--format", "json", "--bundle",
-           str(bundle)]
+def diagnose_argv(bundle: Path) -> list[str]:
+    """What an admin types: the console script beside this interpreter, else ``-m slurm_attrib.cli``."""
+    script = Path(sys.executable).parent / "slurm-attrib"
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "slurm_attrib.cli"]
+    return [*cli, "diagnose", "--no-site-rules", "--format", "json", "--bundle", str(bundle)]
+
+
+def run_diagnose(bundle: Path, cpus: int, workers: Optional[int] = None) -> Run:
+    """A new process: start-up, rule loading, the scan and the JSON printed; peak RSS from GNU time."""
+    env = dict(os.environ)
+    if workers is not None:
+        env[WORKERS_ENV] = str(workers)
     timer = shutil.which("time") or "/usr/bin/time"
     start = time.perf_counter()
-    done = subprocess.run([timer, "-f", "%M", *cli], capture_output=True, check=True)
+    done = subprocess.run(pinned([timer, "-f", "%M", *diagnose_argv(bundle)], cpus), env=env, capture_output=True,
+                          check=True)
     elapsed = time.perf_counter() - start
-    peak = int(done.stderr.decode().strip().splitlines()[-1])
-    return elapsed, peak, done.stdout
+    return Run(elapsed, int(done.stderr.decode().strip().splitlines()[-1]), done.stdout)
 
 
-def bench_size(size_text: str, workdir: Path, repeat: int, patterns: Path) -> dict[str, object]:
-    bundle = workdir / f"bundle-{size_text}"
+def symptoms(output: bytes) -> int:
+    """Symptoms the rules extracted: the per-connector coverage counts of the diagnosis."""
+    doc = json.loads(output)
+    if "symptom_counts" in doc:
+        return int(sum(doc["symptom_counts"].values()))
+    return sum(int(c.get("symptoms", 0)) for c in doc.get("coverage", []))
+
+
+def engine_hits(output: bytes) -> Optional[int]:
+    """HOOK: the prefilter hits the engine itself reports, once it does (issue 10, engine side).
+    Until then None, and the grep baseline's count of lines holding an anchor stands in."""
+    doc = json.loads(output)
+    found = [c["hits"] for c in doc.get("coverage", []) if isinstance(c.get("hits"), int)]
+    return sum(found) if found else None
+
+
+def ensure_bundle(workdir: Path, profile: str, size_text: str) -> Path:
+    bundle = workdir / f"{profile}-{size_text}"
     if not (bundle / "job.yaml").exists():
-        generate(bundle, parse_size(size_text), nodes=512, gpus=8, seed=1)
+        generate_profile(profile, bundle, parse_size(size_text))
+    return bundle
+
+
+def quiet_twin(bundle: Path, patterns: Path) -> Path:
+    """The same bundle without the lines that hold an anchor (made once, with grep -v)."""
+    twin = bundle.with_name(bundle.name + "-quiet")
+    if (twin / "job.yaml").exists():
+        return twin
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        target = twin / path.relative_to(bundle)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.name == "job.yaml":
+            shutil.copyfile(path, target)
+            continue
+        with target.open("wb") as out:
+            subprocess.run(["grep", "-v", "-E", "-f", str(patterns), str(path)], stdout=out,
+                           env={**os.environ, "LC_ALL": "C"}, check=False)
+    return twin
+
+
+def reversed_copy(bundle: Path) -> Path:
+    """The same files, their directory entries made in reverse order (hard links: no copy)."""
+    copy = bundle.with_name(bundle.name + "-reversed")
+    if copy.exists():
+        shutil.rmtree(copy)
+    for path in sorted((p for p in bundle.rglob("*") if p.is_file()), reverse=True):
+        target = copy / path.relative_to(bundle)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(path, target)
+    return copy
+
+
+def determinism(bundle: Path, cpus: int, reference: str) -> dict[str, bool]:
+    """Byte-identical JSON with 1, 2 and 4 workers and with the files listed in reverse order."""
+    checks = {f"workers={n}": run_diagnose(bundle, cpus, n).sha256 == reference for n in WORKER_COUNTS}
+    copy = reversed_copy(bundle)
+    try:
+        # the bundle's path is not in the JSON (checked here: the same hash is expected)
+        checks["reversed files"] = run_diagnose(copy, cpus).sha256 == reference
+    finally:
+        shutil.rmtree(copy)
+    return checks
+
+
+def bench(profile: str, size_text: str, args: argparse.Namespace, patterns: Path) -> Result:
+    bundle = ensure_bundle(args.workdir, profile, size_text)
     total = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
-    greps, diags, peaks, outputs = [], [], [], set()
-    for _ in range(repeat):
-        greps.append(run_grep(bundle, patterns))
-        elapsed, peak, out = run_diagnose(bundle)
-        diags.append(elapsed)
-        peaks.append(peak)
-        outputs.add(hashlib.sha256(out).hexdigest())
-    grep_s, diag_s = statistics.median(greps), statistics.median(diags)
-    return {"size": size_text, "bytes": total, "grep_s": grep_s, "diagnose_s": diag_s, "ratio": diag_s / grep_s,
-            "peak_mb": max(peaks) / 1024, "identical": len(outputs) == 1, "sha256": sorted(outputs)[0][:16]}
+    twin = quiet_twin(bundle, patterns) if args.hit_cost else None
+    greps, runs, quiets, hits = [], [], [], 0
+    for _ in range(args.repeat):
+        elapsed, hits = run_grep(bundle, patterns, args.cpus)
+        greps.append(elapsed)
+        runs.append(run_diagnose(bundle, args.cpus))
+        if twin is not None:
+            quiets.append(run_diagnose(twin, args.cpus).seconds)
+    hashes = {r.sha256 for r in runs}
+    first = runs[0]
+    result = Result(profile, size_text, total, statistics.median(greps), statistics.median(r.seconds for r in runs),
+                    max(r.peak_kib for r in runs) / 1024, len(hashes) == 1, first.sha256,
+                    engine_hits(first.output) or hits, symptoms(first.output),
+                    statistics.median(quiets) if quiets else None)
+    if args.determinism:
+        result.determinism = determinism(bundle, args.cpus, first.sha256)
+    return result
+
+
+def report(r: Result) -> str:
+    per_hit = f"{r.per_hit_us:7.1f}" if r.per_hit_us is not None else "      -"
+    quiet = f"{r.quiet_s:7.2f}" if r.quiet_s is not None else "      -"
+    ratio = f"{r.hits / r.symptoms:5.1f}" if r.symptoms else "    -"
+    checks = ", ".join(f"{k} {'ok' if v else 'DIFFERS'}" for k, v in r.determinism.items()) or "not checked"
+    return (f"{r.profile:>8} {r.size:>7} {r.bytes / 1e6:7.0f} {r.hits:>8} {r.symptoms:>8} {ratio} "
+            f"{r.grep_s:7.2f} {r.diagnose_s:8.2f} {r.ratio:6.2f} {quiet} {per_hit} {r.peak_mb:7.0f} "
+            f"{'yes' if r.runs_identical else 'NO':>5} {r.sha256[:16]}  {checks}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", default="noisy,cascade", help=f"comma-separated, of {', '.join(PROFILES)}")
     parser.add_argument("--sizes", default="256MiB,1GiB")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cpus", type=int, default=2, help="pin both sides to this many cores (0: no pinning)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/slurm-attrib-bench"))
+    parser.add_argument("--no-determinism", dest="determinism", action="store_false")
+    parser.add_argument("--no-hit-cost", dest="hit_cost", action="store_false")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     patterns = pattern_file(args.workdir)
+    used = type(prefilter.build([b"x"])).__name__
     print(f"baseline: GNU grep -E -c -r -f patterns.txt ({len(patterns.read_text().splitlines())} patterns), "
-          f"LC_ALL=C; {args.repeat} alternating runs, medians")
-    print(f"{'size':>8} {'MB':>7} {'grep s':>8} {'diagnose s':>11} {'ratio':>6} {'peak MB':>8} identical")
-    for size in args.sizes.split(","):
-        r = bench_size(size, args.workdir, args.repeat, patterns)
-        print(f"{r['size']:>8} {int(r['bytes']) / 1e6:7.0f} {r['grep_s']:8.2f} {r['diagnose_s']:11.2f} "
-              f"{r['ratio']:6.2f} {r['peak_mb']:8.0f} {r['identical']} ({r['sha256']})")
+          f"LC_ALL=C; {args.repeat} alternating runs, medians; {os.cpu_count()} cores here, pinned to "
+          f"{args.cpus or 'all'}; prefilter {used}; {WORKERS_ENV}={os.environ.get(WORKERS_ENV, '(unset)')}",
+          flush=True)
+    print(f"{'profile':>8} {'size':>7} {'MB':>7} {'hits':>8} {'symptoms':>8} {'h:s':>5} {'grep s':>7} "
+          f"{'diag s':>8} {'ratio':>6} {'quiet s':>7} {'us/hit':>7} {'peakMB':>7} {'same':>5} sha256", flush=True)
+    for profile in args.profiles.split(","):
+        for size in args.sizes.split(","):
+            print(report(bench(profile, size, args, patterns)), flush=True)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,26 @@ GROUPS = (diagnose, rules, evaluate, store, slurm, node)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slurm-attrib", description="Deterministic failure attribution "
                                      "for GPU training jobs on Slurm.")
-    parser.add_argument("--version", action="version", version=f"slurm-attrib {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="show the version and the prefilter in use (hyperscan or re), then exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         group.register(sub)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the release and which multi-pattern prefilter the scan uses here, so an admin can
+    see whether the compiled one is installed. The engine is imported only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: Optional[str] = None) -> None:
+        from ..engine import prefilter
+
+        used = "hyperscan" if isinstance(prefilter.build([b"x"]), prefilter.HyperscanPrefilter) else "re"
+        sys.stdout.write(f"slurm-attrib {__version__}\nprefilter: {used}\n")
+        parser.exit()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

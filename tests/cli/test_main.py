@@ -57,3 +57,20 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0, err
     assert err == b""
+
+
+@pytest.mark.parametrize(("forced", "expected"), [(None, None), ("re", "re")])
+def test_version_names_the_prefilter(forced: str | None, expected: str | None, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    if forced is None:
+        monkeypatch.delenv("SLURM_ATTRIB_PREFILTER", raising=False)
+    else:
+        monkeypatch.setenv("SLURM_ATTRIB_PREFILTER", forced)
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    release, used = capsys.readouterr().out.splitlines()
+    assert release.startswith("slurm-attrib ")
+    assert used in ("prefilter: hyperscan", "prefilter: re")
+    if expected is not None:
+        assert used == f"prefilter: {expected}"
