@@ -9,7 +9,7 @@ from typing import Any, Optional
 from ..bundle import BundleFile
 from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
 from ..ruleset import Rule
-from ..scan import Line, Prefilter, ScanStats, open_evidence, scan_stream
+from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream
 from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_line_time
 from . import prefilter as prefilters
 from .context import EngineContext
@@ -36,12 +36,35 @@ class AnchorIndex:
                 owners[anchor.rstrip("\n")].add(index)
         # a longer anchor found at a position also stands for every anchor it contains
         self._owners = {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
+        self._any_anchor = re.compile(b"|".join(re.escape(a.encode()) for a in anchors))
+        self._plain = [tuple(a for a in _anchors(r) if not a.endswith("\n")) for r in rules]
+        self._line_end = [tuple(a.rstrip("\n") for a in _anchors(r) if a.endswith("\n")) for r in rules]
 
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()
         for match in self._pattern.finditer(text):
             found.update(self._owners[match.group(1)])
         return [self.rules[i] for i in sorted(found)]
+
+    def candidates(self, line: Line, text: str) -> list[Rule]:
+        """The rules to try on a hit line: those its anchors select, of the rules the prefilter named.
+
+        A line holding an anchor of the source lets each rule whose anchor (newline dropped) is in
+        its text try; whichever prefilter picked the line, that is the test, so both give the same
+        symptoms. A rule's own anchor in the text implies the line held an anchor, except for an
+        anchor that ends a line: then the line's bytes are asked."""
+        if ANY_RULE in line.rules:
+            return self.rules_for(text)
+        return [self.rules[i] for i in sorted(line.rules) if self._admits(i, line, text)]
+
+    def _admits(self, index: int, line: Line, text: str) -> bool:
+        if any(a in text for a in self._plain[index]):
+            return True
+        return any(a in text for a in self._line_end[index]) and line.holds(self._any_anchor)
+
+
+def _anchors(rule: Rule) -> tuple[str, ...]:
+    return rule.match.anchors if rule.match else ()
 
 
 class Extractor:
@@ -57,9 +80,7 @@ class Extractor:
                 self.line_rules[rule.match.source].append(rule)
         self.indexes = {source: AnchorIndex(rs) for source, rs in sorted(self.line_rules.items())}
         self.prefilters: dict[str, Prefilter] = {
-            source: prefilters.build([a.encode() for r in rs if r.match for a in r.match.anchors])
-            for source, rs in sorted(self.line_rules.items())
-        }
+            source: prefilters.build(rs) for source, rs in sorted(self.line_rules.items())}
 
     def run(self, ctx: EngineContext) -> None:
         for rule in self.python_rules:
@@ -87,6 +108,7 @@ class Extractor:
         except OSError as exc:
             stats.error = f"cannot read: {exc.strerror or exc}"
         _record_stats(cov, bf, stats, handler.found)
+        ctx.scan.add(stats)
 
 
 def _connector(source: str) -> str:
@@ -96,6 +118,7 @@ def _connector(source: str) -> str:
 
 
 def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -> None:
+    stats.symptoms = found
     cov.lines += stats.lines
     cov.bytes += stats.bytes
     cov.symptoms += found
@@ -130,7 +153,7 @@ class _LineHandler:
     def __call__(self, line: Line) -> None:
         stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
         stamp: Optional[ParsedStamp] = None
-        for rule in self.index.rules_for(text):
+        for rule in self.index.candidates(line, text):
             assert rule.match is not None
             match = rule.match.regex.search(text)
             if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
