@@ -13,6 +13,7 @@ from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_str
 from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_line_time
 from . import prefilter as prefilters
 from .context import EngineContext
+from .fanout import extract_files
 from .nodes import resolve_node, resolve_peer
 from .ranks import Stream, global_rank, split_rank, stream_key
 from .registry import DECODERS, RULES
@@ -87,8 +88,7 @@ class Extractor:
             count = RULES[rule.id](ctx, rule)
             if count:
                 ctx.fired[rule.id] += count
-        for bf in ctx.bundle.files:
-            self._scan_file(ctx, bf)
+        extract_files(ctx, ctx.bundle.files, self._scan_file)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         if bf.source == "scheduler":
