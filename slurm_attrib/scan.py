@@ -87,16 +87,20 @@ class Line:
 
     def following(self, limit: int = 50) -> list[str]:
         """Up to ``limit`` lines after this one (within the look-ahead window)."""
-        out: list[str] = []
-        pos = self._end + 1
-        while len(out) < limit and pos < len(self._buf):
+        return list(self.iter_following(limit))
+
+    def iter_following(self, limit: int = 50) -> Iterator[str]:
+        """The lines of :meth:`following`, decoded one at a time: a search that stops at the first
+        line it wants does not decode the rest."""
+        pos, count = self._end + 1, 0
+        while count < limit and pos < len(self._buf):
             nl = self._buf.find(b"\n", pos)
             stop = len(self._buf) if nl < 0 else nl
-            out.append(decode(self._buf[pos:stop]))
+            yield decode(self._buf[pos:stop])
+            count += 1
             if nl < 0:
                 break
             pos = nl + 1
-        return out
 
     def preceding(self, limit: int = 200) -> Iterator[str]:
         """Lines before this one, nearest first, within the look-back window."""
