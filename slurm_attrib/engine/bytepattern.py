@@ -15,9 +15,15 @@ from __future__ import annotations
 
 import functools
 import re
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser as sre_parse  # type: ignore[attr-defined]
+import sys
 from typing import Any
+
+if sys.version_info >= (3, 11):  # the parser Python's own re compiles with: re._parser, sre_parse before
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+else:  # pragma: no cover - Python 3.9 and 3.10
+    import sre_constants as sre
+    import sre_parse
 
 from .ranks import RANK_PREFIX_PATTERN
 
