@@ -59,13 +59,14 @@ class ScanStats:
     lines: int = 0
     hits: int = 0  # lines the prefilter handed to the rules
     symptoms: int = 0  # symptoms the rules made of them (set by the caller)
+    symptom_lines: int = 0  # hit lines that made at least one symptom (set by the caller)
     cut_lines: int = 0
     nul_bytes: int = 0
     error: str = ""
 
     def add(self, other: ScanStats) -> None:
         """Fold another file's counts into these totals (the error stays per file)."""
-        for name in ("bytes", "lines", "hits", "symptoms", "cut_lines", "nul_bytes"):
+        for name in ("bytes", "lines", "hits", "symptoms", "symptom_lines", "cut_lines", "nul_bytes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 

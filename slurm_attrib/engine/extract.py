@@ -107,6 +107,7 @@ class Extractor:
                 scan_stream(stream, self.prefilters[bf.source], handler, stats)
         except OSError as exc:
             stats.error = f"cannot read: {exc.strerror or exc}"
+        stats.symptom_lines = handler.symptom_lines
         _record_stats(cov, bf, stats, handler.found)
         ctx.scan.add(stats)
 
@@ -136,6 +137,7 @@ class _LineHandler:
     def __init__(self, ctx: EngineContext, bf: BundleFile, index: AnchorIndex, timectx: TimeContext) -> None:
         self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
         self.found = 0
+        self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
@@ -151,6 +153,11 @@ class _LineHandler:
         return found
 
     def __call__(self, line: Line) -> None:
+        before = self.found
+        self._judge(line)
+        self.symptom_lines += self.found > before
+
+    def _judge(self, line: Line) -> None:
         stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
