@@ -1,9 +1,10 @@
 """Streaming, prefiltered scanning of evidence files.
 
-A file is read in fixed-size blocks; a multi-pattern prefilter (literal anchors of every rule of
-that source) finds candidate positions in each block, and only the lines holding a hit are decoded
-and handed to the rules. Memory is bounded by the block size, the look-ahead window and the cap on
-one line, never by the file size. Lines longer than :data:`MAX_LINE_BYTES` are cut there; the rest
+A file is read in fixed-size blocks; a multi-pattern prefilter (each rule's regex widened to bytes,
+or the literal anchors of every rule of that source) finds candidate positions in each block, and
+only the lines holding a hit are decoded and handed to the rules, once each, with the rules named.
+Memory is bounded by the block size, the look-ahead window and the cap on one line, never by the
+file size. Lines longer than :data:`MAX_LINE_BYTES` are cut there; the rest
 of such a line is skipped and counted. Gzip-compressed (rotated) logs are read transparently.
 """
 
@@ -25,26 +26,29 @@ LOOKAHEAD_BYTES = 64 << 10
 MAX_LINE_BYTES = 1 << 20
 LOOKBACK_BYTES = 64 << 10
 MAX_TEXT_CHARS = 64 << 10  # what the detailed regexes see of one line
+ANY_RULE = -1  # a hit that names no rule: the line's anchors choose the rules
 
 
 class Prefilter(Protocol):
-    """Finds candidate positions of any anchor in a block of bytes."""
+    """Finds the lines worth handing to the rules in a block of bytes."""
 
-    def positions(self, data: bytes, start: int, end: int) -> Iterator[int]: ...
+    def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+        """(position inside the candidate line, rule index or ANY_RULE), in position order."""
+        ...
 
 
 class RegexPrefilter:
-    """The pure-``re`` prefilter: one alternation of the escaped literal anchors."""
+    """The pure-``re`` prefilter: one alternation of the escaped literal anchors; a hit names no rule."""
 
     def __init__(self, anchors: Sequence[bytes]) -> None:
         ordered = sorted(set(anchors), key=lambda a: (-len(a), a))
         self._pattern = re.compile(b"|".join(re.escape(a) for a in ordered)) if ordered else None
 
-    def positions(self, data: bytes, start: int, end: int) -> Iterator[int]:
+    def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
         if self._pattern is None:
             return
         for match in self._pattern.finditer(data, start, end):
-            yield match.start()
+            yield match.start(), ANY_RULE
 
 
 @dataclass
@@ -53,35 +57,51 @@ class ScanStats:
 
     bytes: int = 0
     lines: int = 0
-    hits: int = 0
+    hits: int = 0  # lines the prefilter handed to the rules
+    symptoms: int = 0  # symptoms the rules made of them (set by the caller)
+    symptom_lines: int = 0  # hit lines that made at least one symptom (set by the caller)
     cut_lines: int = 0
     nul_bytes: int = 0
     error: str = ""
 
+    def add(self, other: ScanStats) -> None:
+        """Fold another file's counts into these totals (the error stays per file)."""
+        for name in ("bytes", "lines", "hits", "symptoms", "symptom_lines", "cut_lines", "nul_bytes"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 @dataclass
 class Line:
-    """A line that holds at least one anchor hit, with access to its neighbourhood."""
+    """A line the prefilter picked, with the rules it may concern and access to its neighbourhood."""
 
     text: str
     lineno: int
     offset: int
+    rules: frozenset[int] = frozenset()  # rule indexes of the prefilter's hits, or ANY_RULE
     _buf: bytes = field(repr=False, default=b"")
     _start: int = field(repr=False, default=0)
     _end: int = field(repr=False, default=0)
 
+    def holds(self, pattern: re.Pattern[bytes]) -> bool:
+        """Whether the line's raw bytes, its newline included, hold a match of ``pattern``."""
+        return pattern.search(self._buf, self._start, self._end + 1) is not None
+
     def following(self, limit: int = 50) -> list[str]:
         """Up to ``limit`` lines after this one (within the look-ahead window)."""
-        out: list[str] = []
-        pos = self._end + 1
-        while len(out) < limit and pos < len(self._buf):
+        return list(self.iter_following(limit))
+
+    def iter_following(self, limit: int = 50) -> Iterator[str]:
+        """The lines of :meth:`following`, decoded one at a time: a search that stops at the first
+        line it wants does not decode the rest."""
+        pos, count = self._end + 1, 0
+        while count < limit and pos < len(self._buf):
             nl = self._buf.find(b"\n", pos)
             stop = len(self._buf) if nl < 0 else nl
-            out.append(decode(self._buf[pos:stop]))
+            yield decode(self._buf[pos:stop])
+            count += 1
             if nl < 0:
                 break
             pos = nl + 1
-        return out
 
     def preceding(self, limit: int = 200) -> Iterator[str]:
         """Lines before this one, nearest first, within the look-back window."""
@@ -157,20 +177,31 @@ class _Segment:
 
 
 def _emit_hits(seg: _Segment, prefilter: Prefilter, on_line: Callable[[Line], None], st: ScanStats) -> None:
-    buf, last_line_end = seg.buf, -1
-    count_pos, count_line = seg.begin, seg.first_line
-    for pos in prefilter.positions(buf, seg.begin, seg.end):
-        if pos <= last_line_end:
-            continue  # another anchor on a line already handled
-        start = max(buf.rfind(b"\n", seg.begin, pos) + 1, seg.begin)
-        stop = buf.find(b"\n", pos, seg.end)
-        stop = seg.end if stop < 0 else stop
-        count_line += count_newlines(buf, count_pos, start)
-        count_pos = start
-        st.hits += 1
-        on_line(Line(text=decode(buf[start:stop]), lineno=count_line, offset=seg.offset_of(start),
-                     _buf=buf, _start=start, _end=stop))
-        last_line_end = stop
+    """Group the prefilter's hits by line and hand each line over once, with every rule it named.
+    The scan takes in the newline that ends the segment, so an anchor that ends a line is found
+    wherever the block boundary falls."""
+    buf, count_pos, count_line = seg.buf, seg.begin, seg.first_line
+    start = stop = -1
+    tags: set[int] = set()
+    for pos, tag in prefilter.hits(buf, seg.begin, min(seg.end + 1, len(buf))):
+        if pos > stop:
+            if tags:
+                _hand_over(seg, start, stop, count_line, tags, on_line, st)
+            start = max(buf.rfind(b"\n", seg.begin, pos) + 1, seg.begin)
+            stop = buf.find(b"\n", pos, seg.end)
+            stop = seg.end if stop < 0 else stop
+            count_line += count_newlines(buf, count_pos, start)
+            count_pos, tags = start, set()
+        tags.add(tag)
+    if tags:
+        _hand_over(seg, start, stop, count_line, tags, on_line, st)
+
+
+def _hand_over(seg: _Segment, start: int, stop: int, lineno: int, tags: set[int],
+               on_line: Callable[[Line], None], st: ScanStats) -> None:
+    st.hits += 1
+    on_line(Line(text=decode(seg.buf[start:stop]), lineno=lineno, offset=seg.offset_of(start),
+                 rules=frozenset(tags), _buf=seg.buf, _start=start, _end=stop))
 
 
 class _BlockReader:

@@ -17,6 +17,7 @@ class EngineSettings:
     supporting_per_group: int = 5  # supporting symptoms listed per (kind, node); the rest are counted
     supporting_max: int = 100  # supporting symptoms listed in all; the rest are counted per kind
     max_evidence: int = 200  # evidence lines listed in a diagnosis
+    workers: int = 0  # processes extracting a big bundle's files; 0: every CPU the process may use, 1: none
     node_history: tuple[tuple[str, int], ...] = ()  # (node, past culprit count) from the store
     node_history_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (node, those earlier job ids)
     # (node, GPU, earlier job ids) whose verdict cited an application-class Xid (13, 31, 43) on that GPU

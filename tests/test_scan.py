@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from slurm_attrib import scan
 from slurm_attrib.engine.prefilter import build
+from slurm_attrib.ruleset import Match, Rule
 from slurm_attrib.scan import Line, RegexPrefilter, open_evidence, scan_bytes, scan_stream
 
 
@@ -77,18 +79,39 @@ def test_no_trailing_newline_and_empty_input() -> None:
     assert _hits(b"", [b"HIT"]) == []
 
 
+def _literal_rule(anchor: str) -> Rule:
+    match = Match(source="kernel", anchors=(anchor,), regex=re.compile(re.escape(anchor)))
+    return Rule(id=anchor, version=1, phase="extract", title=anchor, description="", path="r.yaml", line=1,
+                match=match)
+
+
 def test_hyperscan_and_re_prefilters_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    anchors = [b"NVRM: Xid", b"NCCL WARN", b"Error: "]
+    rules = [_literal_rule(a) for a in ("NVRM: Xid", "NCCL WARN", "Error: ")]
     data = b"".join(f"l{i} {'NVRM: Xid' if i % 5 == 0 else ''} {'Error: x' if i % 3 == 0 else ''}\n".encode()
                     for i in range(500))
-    fast = build(anchors)
+    fast = build(rules)
     monkeypatch.setenv("SLURM_ATTRIB_PREFILTER", "re")
-    slow = build(anchors)
+    slow = build(rules)
     out_fast: list[int] = []
     out_slow: list[int] = []
     scan_stream(io.BytesIO(data), fast, lambda h: out_fast.append(h.lineno))
     scan_stream(io.BytesIO(data), slow, lambda h: out_slow.append(h.lineno))
     assert out_fast == out_slow and out_fast
+
+
+def test_a_line_hit_by_several_rules_comes_once_naming_them_all() -> None:
+    pytest.importorskip("hyperscan")
+    found: list[Line] = []
+    scan_bytes(b"a\nNCCL WARN after NVRM: Xid\nb\n", build([_literal_rule("NVRM: Xid"), _literal_rule("NCCL WARN")]),
+               found.append)
+    assert [(h.lineno, h.rules) for h in found] == [(2, frozenset({0, 1}))]
+
+
+def test_an_anchor_that_ends_a_line_is_found_at_a_block_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 16)
+    data = b"".join(b"x" * (i % 13) + (b" Error\n" if i % 4 == 0 else b" fine\n") for i in range(200))
+    assert [h.lineno for h in _hits(data, [b"Error\n"])] == [i + 1 for i in range(200) if i % 4 == 0]
 
 
 def test_gzip_rotated_log(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Optional
 from ..bundle import Bundle
 from ..model import Coverage, JobFacts, Symptom
 from ..ruleset import RuleSet
+from ..scan import ScanStats
 from ..settings import EngineSettings
 from .causal import CausalModel
 
@@ -48,6 +49,7 @@ class EngineContext:
     leaders: list[Symptom] = field(default_factory=list)
     causal: CausalModel = field(default_factory=CausalModel)
     notes: list[str] = field(default_factory=list)  # engine notes for the diagnosis (e.g. window drops)
+    scan: ScanStats = field(default_factory=ScanStats)  # what extraction read, all files together (not in the JSON)
 
     @property
     def job(self) -> JobFacts:

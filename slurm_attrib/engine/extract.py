@@ -9,10 +9,11 @@ from typing import Any, Optional
 from ..bundle import BundleFile
 from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
 from ..ruleset import Rule
-from ..scan import Line, Prefilter, ScanStats, open_evidence, scan_stream
+from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream
 from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_line_time
 from . import prefilter as prefilters
 from .context import EngineContext
+from .fanout import extract_files
 from .nodes import resolve_node, resolve_peer
 from .ranks import Stream, global_rank, split_rank, stream_key
 from .registry import DECODERS, RULES
@@ -36,12 +37,35 @@ class AnchorIndex:
                 owners[anchor.rstrip("\n")].add(index)
         # a longer anchor found at a position also stands for every anchor it contains
         self._owners = {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
+        self._any_anchor = re.compile(b"|".join(re.escape(a.encode()) for a in anchors))
+        self._plain = [tuple(a for a in _anchors(r) if not a.endswith("\n")) for r in rules]
+        self._line_end = [tuple(a.rstrip("\n") for a in _anchors(r) if a.endswith("\n")) for r in rules]
 
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()
         for match in self._pattern.finditer(text):
             found.update(self._owners[match.group(1)])
         return [self.rules[i] for i in sorted(found)]
+
+    def candidates(self, line: Line, text: str) -> list[Rule]:
+        """The rules to try on a hit line: those its anchors select, of the rules the prefilter named.
+
+        A line holding an anchor of the source lets each rule whose anchor (newline dropped) is in
+        its text try; whichever prefilter picked the line, that is the test, so both give the same
+        symptoms. A rule's own anchor in the text implies the line held an anchor, except for an
+        anchor that ends a line: then the line's bytes are asked."""
+        if ANY_RULE in line.rules:
+            return self.rules_for(text)
+        return [self.rules[i] for i in sorted(line.rules) if self._admits(i, line, text)]
+
+    def _admits(self, index: int, line: Line, text: str) -> bool:
+        if any(a in text for a in self._plain[index]):
+            return True
+        return any(a in text for a in self._line_end[index]) and line.holds(self._any_anchor)
+
+
+def _anchors(rule: Rule) -> tuple[str, ...]:
+    return rule.match.anchors if rule.match else ()
 
 
 class Extractor:
@@ -57,17 +81,14 @@ class Extractor:
                 self.line_rules[rule.match.source].append(rule)
         self.indexes = {source: AnchorIndex(rs) for source, rs in sorted(self.line_rules.items())}
         self.prefilters: dict[str, Prefilter] = {
-            source: prefilters.build([a.encode() for r in rs if r.match for a in r.match.anchors])
-            for source, rs in sorted(self.line_rules.items())
-        }
+            source: prefilters.build(rs) for source, rs in sorted(self.line_rules.items())}
 
     def run(self, ctx: EngineContext) -> None:
         for rule in self.python_rules:
             count = RULES[rule.id](ctx, rule)
             if count:
                 ctx.fired[rule.id] += count
-        for bf in ctx.bundle.files:
-            self._scan_file(ctx, bf)
+        extract_files(ctx, ctx.bundle.files, self._scan_file)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         if bf.source == "scheduler":
@@ -86,7 +107,9 @@ class Extractor:
                 scan_stream(stream, self.prefilters[bf.source], handler, stats)
         except OSError as exc:
             stats.error = f"cannot read: {exc.strerror or exc}"
+        stats.symptom_lines = handler.symptom_lines
         _record_stats(cov, bf, stats, handler.found)
+        ctx.scan.add(stats)
 
 
 def _connector(source: str) -> str:
@@ -96,6 +119,7 @@ def _connector(source: str) -> str:
 
 
 def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -> None:
+    stats.symptoms = found
     cov.lines += stats.lines
     cov.bytes += stats.bytes
     cov.symptoms += found
@@ -113,6 +137,7 @@ class _LineHandler:
     def __init__(self, ctx: EngineContext, bf: BundleFile, index: AnchorIndex, timectx: TimeContext) -> None:
         self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
         self.found = 0
+        self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
@@ -128,9 +153,14 @@ class _LineHandler:
         return found
 
     def __call__(self, line: Line) -> None:
+        before = self.found
+        self._judge(line)
+        self.symptom_lines += self.found > before
+
+    def _judge(self, line: Line) -> None:
         stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
         stamp: Optional[ParsedStamp] = None
-        for rule in self.index.rules_for(text):
+        for rule in self.index.candidates(line, text):
             assert rule.match is not None
             match = rule.match.regex.search(text)
             if match is None or (rule.match.exclude and rule.match.exclude.search(text)):

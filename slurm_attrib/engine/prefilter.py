@@ -1,51 +1,112 @@
 """Choosing the multi-pattern prefilter: Hyperscan when it imports, else one ``re`` alternation.
 
-Both report positions of literal anchors; the detailed per-rule regexes run only on hit lines, so
-the choice changes speed, never results. ``SLURM_ATTRIB_PREFILTER=re`` forces the fallback.
+Hyperscan holds one pattern per rule, a byte superset of the rule's own regex (:mod:`.bytepattern`),
+so a noisy line that only shares an anchor word with a rule (``nfs: server storage01 OK``) never
+reaches Python, and each hit names the rule it is for. The ``re`` fallback finds the literal
+anchors and lets the line's anchors choose the rules. Either way the rules' anchors and regexes
+decide on the hit line in Python (:class:`.extract.AnchorIndex`), so the choice changes speed, never
+results. ``SLURM_ATTRIB_PREFILTER=re`` forces the fallback.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..ruleset import Rule
 from ..scan import Prefilter, RegexPrefilter
+from .bytepattern import Untranslatable, translate
+from .dbcache import cached_database
+
+PREFILTER_ENV = "SLURM_ATTRIB_PREFILTER"
+log = logging.getLogger("slurm_attrib.prefilter")
 
 
 class HyperscanPrefilter:
-    """Literal anchors compiled into one Hyperscan block database."""
+    """One Hyperscan block database, pattern ``i`` for rule ``i``; a hit reports the last byte of a
+    match (inside its line: no pattern matches a newline) and the rule's index."""
 
-    def __init__(self, hs: Any, anchors: Sequence[bytes]) -> None:
-        self._anchors = sorted(set(anchors))
-        self._db = hs.Database(mode=hs.HS_MODE_BLOCK)
-        self._db.compile(expressions=[_literal(a) for a in self._anchors],
-                         ids=list(range(len(self._anchors))),
-                         flags=[0] * len(self._anchors))
+    def __init__(self, hs: Any, patterns: Sequence[tuple[bytes, bytes]]) -> None:
+        """``patterns``: per rule, the pattern wanted and the anchors to use if Hyperscan refuses it."""
+        self._db = _database(hs, tuple(patterns))
         self._scratch = hs.Scratch(self._db)
 
-    def positions(self, data: bytes, start: int, end: int) -> Iterator[int]:
-        found: list[int] = []
+    def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+        found: list[tuple[int, int]] = []
 
-        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            found.append(start + to - len(self._anchors[_id]))
+        def on_match(rule: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            found.append((start + to - 1, rule))
 
         self._db.scan(data[start:end], match_event_handler=on_match, scratch=self._scratch)
         found.sort()
         yield from found
 
 
+def rule_patterns(rule: Rule) -> tuple[bytes, bytes]:
+    """The byte pattern that stands for ``rule`` in the database, and the one to fall back on: its
+    regex's superset (its anchors when the translation cannot express the regex), then its anchors."""
+    assert rule.match is not None
+    anchors = anchor_pattern(rule)
+    try:
+        return translate(rule.match.regex, rank_prefixed=rule.match.source == "app"), anchors
+    except Untranslatable as exc:
+        log.debug("rule %s: prefilter on its anchors (%s)", rule.id, exc)
+        return anchors, anchors
+
+
+def anchor_pattern(rule: Rule) -> bytes:
+    """Any of the rule's anchors, without the newline some end with (the anchor index asks for it)."""
+    assert rule.match is not None
+    anchors = sorted({a.rstrip("\n").encode() for a in rule.match.anchors})
+    return b"(?:" + b"|".join(_literal(a) for a in anchors) + b")"
+
+
+@functools.lru_cache(maxsize=16)
+def _database(hs: Any, patterns: tuple[tuple[bytes, bytes], ...]) -> Any:
+    """Compiled once per process and set of patterns, and kept on disk between runs (compiling costs
+    a third of a second, see :mod:`.dbcache`)."""
+    flags = [hs.HS_FLAG_MULTILINE | hs.HS_FLAG_PREFILTER] * len(patterns)
+    return cached_database(hs, (flags[:1], patterns), lambda: _compile_all(hs, patterns, flags))
+
+
+def _compile_all(hs: Any, patterns: tuple[tuple[bytes, bytes], ...], flags: list[int]) -> Any:
+    """A pattern Hyperscan refuses gives way to its rule's anchors, never losing a match."""
+    try:
+        return _compile(hs, [wanted for wanted, _ in patterns], flags)
+    except hs.error:
+        usable = [wanted if _compiles(hs, wanted, f) else anchors for (wanted, anchors), f in zip(patterns, flags)]
+        return _compile(hs, usable, flags)
+
+
+def _compile(hs: Any, patterns: list[bytes], flags: list[int]) -> Any:
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    db.compile(expressions=patterns, ids=list(range(len(patterns))), flags=flags)
+    return db
+
+
+def _compiles(hs: Any, pattern: bytes, flag: int) -> bool:
+    try:
+        _compile(hs, [pattern], [flag])
+    except hs.error as exc:
+        log.warning("prefilter pattern refused by Hyperscan (%s); its rule falls back on its anchors", exc)
+        return False
+    return True
+
+
 def _literal(anchor: bytes) -> bytes:
     return b"".join(b"\\x%02x" % c for c in anchor)
 
 
-def build(anchors: Sequence[bytes]) -> Prefilter:
-    """The fastest prefilter available here for these anchors."""
-    if os.environ.get("SLURM_ATTRIB_PREFILTER", "") != "re" and anchors:
+def build(rules: Sequence[Rule]) -> Prefilter:
+    """The fastest prefilter available here for these rules (rule ``i`` is hit tag ``i``)."""
+    if os.environ.get(PREFILTER_ENV, "") != "re" and rules:
         try:
             import hyperscan
         except ImportError:
             pass
         else:
-            return HyperscanPrefilter(hyperscan, anchors)
-    return RegexPrefilter(anchors)
+            return HyperscanPrefilter(hyperscan, [rule_patterns(r) for r in rules])
+    return RegexPrefilter([a.encode() for r in rules if r.match for a in r.match.anchors])

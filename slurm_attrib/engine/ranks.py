@@ -8,7 +8,8 @@ from typing import Optional
 
 from ..model import JobFacts
 
-_RANK_PREFIX = re.compile(r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )")
+RANK_PREFIX_PATTERN = r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )"  # also in the prefilter's bytes
+_RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
 
 Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
 

@@ -58,7 +58,7 @@ def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optio
     unstamped line."""
     fallback: Optional[datetime] = None
     wanted = stream_key(rank)
-    for count, following in enumerate(line.following(100)):
+    for count, following in enumerate(line.iter_following(100)):
         if fallback is not None and count > 20:
             break
         next_rank, rest = split_rank(following)

@@ -1,19 +1,28 @@
-"""The two anchor stages of extraction: the prefilter (engine/prefilter.py) picks the lines that hold
-any anchor, the AnchorIndex (engine/extract.py) picks which rules such a line is tested against. A
-rule the index leaves out never sees the line, so every anchor must select its own rules, wherever
-it sits in the line and whatever other anchor it overlaps."""
+"""The two stages of extraction: the prefilter (engine/prefilter.py) picks the lines worth handing to
+the rules (Hyperscan: lines a rule's regex superset matches; ``re``: lines holding any anchor), the
+AnchorIndex (engine/extract.py) picks which rules such a line is tested against. A rule the index
+leaves out never sees the line, so every anchor must select its own rules, wherever it sits in the
+line and whatever other anchor it overlaps; and both prefilters must give the same diagnoses."""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from slurm_attrib.engine import prefilter
+from slurm_attrib import canonical
+from slurm_attrib.engine import Engine, prefilter
 from slurm_attrib.engine.extract import AnchorIndex
 from slurm_attrib.ruleset import Match, Rule, load_ruleset
-from slurm_attrib.scan import Prefilter, RegexPrefilter
+from slurm_attrib.scan import RegexPrefilter, scan_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "golden"
+CORPUS = ROOT / "corpus"
 
 
 def _rule(rule_id: str, *anchors: str) -> Rule:
@@ -38,7 +47,7 @@ def test_rules_come_back_in_rule_order_and_once() -> None:
 
 def test_anchors_are_case_sensitive_like_the_prefilter() -> None:
     index = AnchorIndex([_rule("xid", "Xid")])
-    assert _ids(index, "xid 79") == [] and list(RegexPrefilter([b"Xid"]).positions(b"xid 79", 0, 6)) == []
+    assert _ids(index, "xid 79") == [] and list(RegexPrefilter([b"Xid"]).hits(b"xid 79", 0, 6)) == []
     assert _ids(index, "Xid 79") == ["xid"]
 
 
@@ -85,31 +94,73 @@ def test_every_shipped_anchor_selects_its_rule_even_after_an_overlapping_one(sou
                 assert rule in index.rules_for(other + text[1:]), (rule.id, other, anchor)
 
 
-def _hit_lines(chosen: Prefilter, data: bytes) -> set[int]:
-    positions = list(chosen.positions(data, 0, len(data)))
-    assert positions == sorted(positions)
-    return {data.count(b"\n", 0, pos) for pos in positions}
-
-
-def _sample(anchors: list[bytes]) -> bytes:
-    """A line without an anchor, then one line around each anchor (an anchor ending in a newline ends
-    its line), then every anchor glued together."""
-    around = [b"ts " + (a[:-1] if a.endswith(b"\n") else a + b" tail") for a in anchors]
-    lines = [b"training step 100 loss 2.3", *around, b"".join(a.rstrip(b"\n") for a in anchors)]
-    return b"\n".join(lines) + b"\n"
-
-
 def test_the_fallback_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLURM_ATTRIB_PREFILTER", "re")
-    assert isinstance(prefilter.build([b"Xid"]), RegexPrefilter)
-    assert list(prefilter.build([]).positions(b"Xid\n", 0, 4)) == []
+    assert isinstance(prefilter.build([_rule("xid", "Xid")]), RegexPrefilter)
+    assert list(prefilter.build([]).hits(b"Xid\n", 0, 4)) == []
 
 
-@pytest.mark.parametrize("source", sorted(_shipped_anchors()))
-def test_hyperscan_and_the_fallback_pick_the_same_lines(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hyperscan_names_the_rule_whose_regex_the_line_may_match() -> None:
     hyperscan = pytest.importorskip("hyperscan")
-    anchors = [a.encode() for _, a in _shipped_anchors()[source]]
-    data = _sample(anchors)
-    fast = prefilter.HyperscanPrefilter(hyperscan, anchors)
+    rules = [_rule("ok", "nfs: server"), _rule("down", "nfs: server")]
+    rules = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ OK"))),
+             replace(rules[1], match=replace(rules[1].match, regex=re.compile(r"nfs: server \S+ not responding")))]
+    fast = prefilter.HyperscanPrefilter(hyperscan, [prefilter.rule_patterns(r) for r in rules])
+    data = b"nfs: server a OK\nnfs: server b not responding\nnfs: server c\n"
+    assert list(fast.hits(data, 0, len(data))) == [(15, 0), (44, 1)]
+
+
+def test_a_regex_bytes_cannot_express_falls_back_on_its_anchors() -> None:
+    rule = _rule("empty", "Xid", "GPU lost\n")
+    assert rule.match is not None
+    rule = replace(rule, match=replace(rule.match, regex=re.compile(r"(?:x)?")))
+    assert prefilter.rule_patterns(rule)[0] == prefilter.anchor_pattern(rule)
+
+
+def test_a_rule_selected_by_an_anchor_that_ends_a_line_needs_that_line_end() -> None:
+    """``Error\\n`` lets a rule try a line that ends with ``Error`` (or holds any other anchor), not
+    one that merely holds the word: the Hyperscan path asks the line's bytes, as the anchors did."""
+    index = AnchorIndex([_rule("exc", "Error\n", "Error: ")])
+    seen: list[list[str]] = []
+    data = b"ValueError\nValueError\r\nmid Error word\n"
+    scan_bytes(data, _Named(), lambda line: seen.append([r.id for r in index.candidates(line, line.text)]))
+    assert seen == [["exc"], [], []]
+
+
+class _Named:
+    """A prefilter that names rule 0 on every line, as Hyperscan does when a rule's regex may match."""
+
+    def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+        pos = start
+        while pos < end:
+            yield pos, 0
+            nl = data.find(b"\n", pos, end)
+            pos = end if nl < 0 else nl + 1
+
+
+def _bundles() -> list[Path]:
+    golden = sorted(p / "bundle" for p in GOLDEN.iterdir() if (p / "bundle" / "job.yaml").is_file())
+    return golden + sorted(p for p in CORPUS.iterdir() if (p / "job.yaml").is_file())
+
+
+def test_both_prefilters_give_byte_identical_diagnoses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every golden bundle and every corpus case: the same JSON with Hyperscan and with ``re``."""
+    pytest.importorskip("hyperscan")
+    fast = Engine(load_ruleset(include_site=False))
     monkeypatch.setenv("SLURM_ATTRIB_PREFILTER", "re")
-    assert _hit_lines(fast, data) == _hit_lines(prefilter.build(anchors), data) == set(range(1, len(anchors) + 2))
+    slow = Engine(load_ruleset(include_site=False))
+    assert not isinstance(fast.extractor.prefilters["app"], RegexPrefilter)
+    assert isinstance(slow.extractor.prefilters["app"], RegexPrefilter)
+    bundles = _bundles()
+    assert len(bundles) > 150
+    for bundle in bundles:
+        assert canonical.dumps(fast.diagnose(bundle).to_dict()) == canonical.dumps(slow.diagnose(bundle).to_dict()), \
+            bundle
+
+
+def test_the_run_counts_hits_and_symptoms_for_the_benchmarks(engine: Engine) -> None:
+    """``Engine.run(bundle).scan``: lines handed to the rules and symptoms made of them (not in the JSON)."""
+    ctx = engine.run(GOLDEN / "02_xid79_fallen_off_bus" / "bundle")
+    assert ctx.scan.symptoms == sum(c.symptoms for c in ctx.coverage.values()) >= ctx.scan.symptom_lines > 0
+    assert ctx.scan.hits >= ctx.scan.symptom_lines
+    assert ctx.scan.lines == sum(c.lines for c in ctx.coverage.values())

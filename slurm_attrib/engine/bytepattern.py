@@ -1,0 +1,249 @@
+"""A rule's Python regex as a Hyperscan byte pattern that matches every line the regex can match.
+
+The prefilter database holds one such pattern per rule, so a line reaches Python only when it very
+likely yields a symptom. The translation may only widen, never narrow: Python matches decoded text
+(one line, invalid UTF-8 and NUL turned into U+FFFD, an srun/PyTorch rank prefix stripped from
+application lines), Hyperscan scans raw bytes. So every non-ASCII character becomes a run of high
+bytes, a class that can match U+FFFD also takes NUL, no atom crosses a newline, ``^`` may follow the
+rank prefixes, and what bytes cannot express exactly is dropped (``$``, ``\\b``, lookarounds) or
+relaxed (a back-reference is any text, a long bounded repeat is unbounded, the tail after the
+pattern's first fixed part is cut so one line reports one end, not one per byte). A regex the
+translation cannot express raises :class:`Untranslatable`; its rule then falls back to its anchors.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from typing import Any
+
+if sys.version_info >= (3, 11):  # the parser Python's own re compiles with: re._parser, sre_parse before
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+else:  # pragma: no cover - Python 3.9 and 3.10
+    import sre_constants as sre
+    import sre_parse
+
+from .ranks import RANK_PREFIX_PATTERN
+
+# the ASCII letters that match a non-ASCII one when case is ignored (U+0130, U+0131, U+212A, U+017F)
+CASE_FOLDS_BEYOND_ASCII = frozenset("IKSiks")
+HIGH_RUN = rb"[\x80-\xff]+"  # one non-ASCII character: its UTF-8 bytes or the invalid bytes U+FFFD replaced
+MAX_EXACT_REPEAT = 8  # a bounded repeat above this becomes unbounded: cheaper to compile, still a superset
+_CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
+               sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
+_DROPPED_AT = {sre.AT_END, sre.AT_END_STRING, sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY}
+_CHAR_ATOMS = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
+_REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+
+
+class Untranslatable(ValueError):
+    """The regex has no byte-pattern superset here (it could match an empty line, or needs a newline)."""
+
+
+def translate(pattern: re.Pattern[str], rank_prefixed: bool = False) -> bytes:
+    """The Hyperscan pattern (compile with HS_FLAG_MULTILINE) of ``pattern``; ``rank_prefixed`` when
+    the text the regex sees had rank prefixes stripped from its start (application lines)."""
+    parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    items = _trim_head(_trim_tail(list(parsed)))
+    if max((_min_width(i) for i in items), default=0) == 0:
+        raise Untranslatable(f"{pattern.pattern!r} can match an empty line")
+    return _Emitter(parsed.state, parsed.state.flags, rank_prefixed).sequence(items)
+
+
+def _trim_tail(items: list[Any]) -> list[Any]:
+    """Cut what follows the last item that must match: a line that matches the whole also matches
+    this prefix, and a fixed end reports one match per line instead of one per byte of a tail."""
+    items = list(items)
+    while items and _min_width(items[-1]) == 0:
+        items.pop()
+    if not items:
+        return items
+    op, av = items[-1]
+    if op in _REPEATS:
+        low, _high, body = av
+        items[-1] = (op, (low, low, body))
+    elif op == sre.SUBPATTERN:
+        group, add, delete, body = av
+        items[-1] = (op, (group, add, delete, _trim_tail(list(body))))
+    elif op == sre.BRANCH:
+        items[-1] = (op, (av[0], [_trim_tail(list(alt)) for alt in av[1]]))
+    return items
+
+
+def _trim_head(items: list[Any]) -> list[Any]:
+    """Cut what may match nothing before the first item that must match (a leading ``.*``): a line
+    that matches the whole also matches the rest, and a leading ``.*`` costs the most to compile."""
+    items = list(items)
+    while items and items[0][0] != sre.AT and _min_width(items[0]) == 0:
+        items.pop(0)
+    if not items:
+        return items
+    op, av = items[0]
+    if op == sre.BRANCH:
+        items[0] = (op, (av[0], [_trim_head(list(alt)) for alt in av[1]]))
+    elif op == sre.SUBPATTERN:
+        group, add, delete, body = av
+        items[0] = (op, (group, add, delete, _trim_head(list(body))))
+    return items
+
+
+def _min_width(item: Any) -> int:
+    op, av = item
+    if op == sre.AT or op in (sre.ASSERT, sre.ASSERT_NOT):
+        return 0
+    if op in _REPEATS:
+        return 0 if av[0] == 0 else 1
+    if op == sre.SUBPATTERN:
+        return max((_min_width(i) for i in av[3]), default=0)
+    if op == sre.BRANCH:
+        return min((max((_min_width(i) for i in alt), default=0) for alt in av[1]), default=0)
+    if op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
+        return 0
+    if op == getattr(sre, "ATOMIC_GROUP", None):
+        return max((_min_width(i) for i in av), default=0)
+    return 1
+
+
+class _Emitter:
+    """Walks the parsed regex and writes the Hyperscan pattern."""
+
+    def __init__(self, state: Any, flags: int, rank_prefixed: bool) -> None:
+        self.state, self.flags, self.rank_prefixed = state, flags, rank_prefixed
+
+    def sequence(self, items: Any) -> bytes:
+        return b"".join(self.item(op, av) for op, av in items)
+
+    def item(self, op: Any, av: Any) -> bytes:
+        if op in _CHAR_ATOMS:
+            return self.charset(op, av)
+        if op == sre.AT:
+            return self.at(av)
+        if op in _REPEATS:
+            return self.repeat(*av)
+        if op == sre.SUBPATTERN:
+            return self.group(av)
+        if op == sre.BRANCH:
+            return b"(?:" + b"|".join(self.sequence(alt) for alt in av[1]) + b")"
+        if op == getattr(sre, "ATOMIC_GROUP", None):
+            return b"(?:" + self.sequence(av) + b")"
+        if op == sre.GROUPREF_EXISTS:
+            yes, no = av[1], av[2]
+            return b"(?:" + self.sequence(yes) + b"|" + (self.sequence(no) if no else b"") + b")"
+        if op == sre.GROUPREF:
+            return rb"[^\n]*"  # the text the group matched: some text of the line
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            return b""  # dropping a lookaround only widens
+        raise Untranslatable(f"unsupported regex construct {op}")
+
+    def at(self, where: Any) -> bytes:
+        if where in _DROPPED_AT:
+            return b""
+        if where in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
+            return b"^" + (b"(?:" + RANK_PREFIX_BYTES + b")*" if self.rank_prefixed else b"")
+        raise Untranslatable(f"unsupported anchor {where}")
+
+    def repeat(self, low: int, high: int, body: Any) -> bytes:
+        unbounded = high == sre.MAXREPEAT or high > MAX_EXACT_REPEAT
+        items = list(body)
+        if unbounded and len(items) == 1 and items[0][0] in _CHAR_ATOMS:
+            # a run of characters is a run of their bytes: one class, far cheaper to compile
+            inner = _byte_class(self.byte_set(*items[0]))
+        else:
+            inner = b"(?:" + self.sequence(items) + b")"
+        if unbounded:
+            return inner + {0: b"*", 1: b"+"}.get(low, b"{%d,}" % low)
+        return inner + (b"?" if (low, high) == (0, 1) else b"{%d,%d}" % (low, high))
+
+    def group(self, av: Any) -> bytes:
+        _group, add, delete, body = av
+        saved = self.flags
+        self.flags = (self.flags | add) & ~delete
+        try:
+            return b"(?:" + self.sequence(body) + b")"
+        finally:
+            self.flags = saved
+
+    def charset(self, op: Any, av: Any) -> bytes:
+        """One character of text: the ASCII bytes it may be, or a high-byte run when it may be a
+        non-ASCII character."""
+        ascii_bytes, wide = self.ascii_bytes(op, av)
+        parts = [_byte_class(ascii_bytes)] if ascii_bytes else []
+        if wide:
+            parts.append(HIGH_RUN)
+        if not parts:
+            raise Untranslatable("a character that only a newline can be")
+        return parts[0] if len(parts) == 1 else b"(?:" + b"|".join(parts) + b")"
+
+    def byte_set(self, op: Any, av: Any) -> set[int]:
+        """Every byte a run of such characters may hold."""
+        ascii_bytes, wide = self.ascii_bytes(op, av)
+        return ascii_bytes | set(range(128, 256)) if wide else ascii_bytes
+
+    def ascii_bytes(self, op: Any, av: Any) -> tuple[set[int], bool]:
+        """The ASCII bytes (never a newline) one character atom matches, and whether it may be a
+        non-ASCII character; then NUL joins in, the decoder turns it into U+FFFD."""
+        source, wide = _class_source(op, av)
+        found = set(_ascii_members(source, self.flags & (re.IGNORECASE | re.ASCII)))
+        caseless = bool(self.flags & re.IGNORECASE)
+        wide = wide or (caseless and any(chr(c) in CASE_FOLDS_BEYOND_ASCII for c in found))
+        return (found | {0} if wide else found), wide
+
+
+@functools.lru_cache(maxsize=1024)
+def _ascii_members(source: str, flags: int) -> frozenset[int]:
+    """The ASCII characters but the newline that the one-character regex ``source`` matches."""
+    probe = re.compile(source, flags)
+    return frozenset(c for c in range(128) if c != 10 and probe.fullmatch(chr(c)))
+
+
+def _class_source(op: Any, av: Any) -> tuple[str, bool]:
+    """Python source of one character atom, and whether it may match a non-ASCII character (case
+    folding aside: the caller adds that from the ASCII letters the atom matches)."""
+    if op == sre.ANY:
+        return "[^\n]", True
+    if op == sre.LITERAL:
+        return re.escape(chr(av)), av >= 128
+    if op == sre.NOT_LITERAL:
+        return "[^" + re.escape(chr(av)) + "]", True
+    negate, wide, pieces = False, False, []
+    for kind, value in av:
+        if kind == sre.NEGATE:
+            negate = wide = True
+        elif kind == sre.LITERAL:
+            pieces.append(re.escape(chr(value)))
+            wide = wide or value >= 128
+        elif kind == sre.RANGE:
+            pieces.append(re.escape(chr(value[0])) + "-" + re.escape(chr(value[1])))
+            wide = wide or value[1] >= 128
+        elif kind == sre.CATEGORY and value in _CATEGORIES:
+            pieces.append(_CATEGORIES[value])
+            wide = True
+        else:
+            raise Untranslatable(f"unsupported class item {kind}")
+    return "[" + ("^" if negate else "") + "".join(pieces) + "]", wide
+
+
+def _byte_class(values: set[int]) -> bytes:
+    if len(values) == 1:
+        return b"\\x%02x" % next(iter(values))
+    spans: list[list[int]] = []
+    out = b"["
+    for value in sorted(values):
+        if spans and value == spans[-1][1] + 1:
+            spans[-1][1] = value
+        else:
+            spans.append([value, value])
+    for low, high in spans:
+        out += b"\\x%02x" % low if low == high else b"\\x%02x-\\x%02x" % (low, high)
+    return out + b"]"
+
+
+def _rank_prefix_bytes() -> bytes:
+    """The rank prefixes that :func:`.ranks.split_rank` strips, as one byte pattern."""
+    parsed = sre_parse.parse(RANK_PREFIX_PATTERN, 0)
+    return _Emitter(parsed.state, 0, False).sequence(parsed)
+
+
+RANK_PREFIX_BYTES = _rank_prefix_bytes()
