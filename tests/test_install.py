@@ -10,6 +10,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from slurm_attrib.engine import prefilter
+from slurm_attrib.ruleset import load_ruleset
 
 FAST = ("hyperscan", "numpy")
 
@@ -41,4 +42,6 @@ def test_the_scan_uses_hyperscan_where_it_is_required(monkeypatch: pytest.Monkey
     if req.marker is not None and not req.marker.evaluate():
         pytest.skip("no hyperscan wheels for this platform: the re prefilter runs")
     monkeypatch.delenv("SLURM_ATTRIB_PREFILTER", raising=False)
-    assert isinstance(prefilter.build([b"NVRM: Xid"]), prefilter.HyperscanPrefilter)
+    assert prefilter.kind() == "hyperscan"
+    rules = [r for r in load_ruleset(include_site=False).rules if r.match]
+    assert isinstance(prefilter.build(rules), prefilter.HyperscanPrefilter)

@@ -42,8 +42,7 @@ class _VersionAction(argparse.Action):
                  option_string: Optional[str] = None) -> None:
         from ..engine import prefilter
 
-        used = "hyperscan" if isinstance(prefilter.build([b"x"]), prefilter.HyperscanPrefilter) else "re"
-        sys.stdout.write(f"slurm-attrib {__version__}\nprefilter: {used}\n")
+        sys.stdout.write(f"slurm-attrib {__version__}\nprefilter: {prefilter.kind()}\n")
         parser.exit()
 
 

@@ -8,6 +8,11 @@ directory that cannot be written, means compiling as if it were absent.
 
 The directory is $SLURM_ATTRIB_CACHE_DIR, else $XDG_CACHE_HOME/slurm-attrib, else
 ~/.cache/slurm-attrib; ``SLURM_ATTRIB_CACHE_DIR=off`` turns the cache off.
+
+A database decides which lines the rules ever see, and Hyperscan does not defend itself against a
+crafted one, so the cache is trusted only when nobody else could have written it: the directory (not
+a symlink) and the entry (a regular file, opened without following links) belong to this process's
+user and are writable by nobody else. Anything else is passed over, never read and never written.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -48,21 +54,49 @@ def cached_database(hs: Any, shape: tuple[Any, ...], compile_db: Callable[[], An
     return db
 
 
-def _load(hs: Any, path: Path) -> Any:
+def _owned(info: os.stat_result) -> bool:
+    """Ours alone: owned by this process's user and writable by no group or other."""
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _trusted_dir(folder: Path) -> bool:
     try:
-        return hs.loadb(path.read_bytes(), hs.HS_MODE_BLOCK)
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and _owned(info)
+
+
+def _load(hs: Any, path: Path) -> Any:
+    if not _trusted_dir(path.parent):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return None
-    except (OSError, hs.error) as exc:
+    except OSError as exc:
         log.debug("prefilter cache entry %s unusable (%s); compiling", path, exc)
         return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not (stat.S_ISREG(info.st_mode) and _owned(info)):
+            log.debug("prefilter cache entry %s is not this user's alone; compiling", path)
+            return None
+        try:
+            return hs.loadb(handle.read(), hs.HS_MODE_BLOCK)
+        except (OSError, hs.error) as exc:
+            log.debug("prefilter cache entry %s unusable (%s); compiling", path, exc)
+            return None
 
 
 def _store(hs: Any, path: Path, db: Any) -> None:
     """Write beside the entry and rename over it: a concurrent reader sees all of it or nothing."""
     tmp = ""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _trusted_dir(path.parent):
+            log.debug("prefilter cache %s is not this user's alone; not written", path.parent)
+            return
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as handle:
             tmp = handle.name
             handle.write(hs.dumpb(db))

@@ -100,13 +100,22 @@ def _literal(anchor: bytes) -> bytes:
     return b"".join(b"\\x%02x" % c for c in anchor)
 
 
+def kind() -> str:
+    """The prefilter :func:`build` chooses here: ``hyperscan`` when it imports and is not turned off
+    (``$SLURM_ATTRIB_PREFILTER=re``), else ``re``. ``slurm-attrib --version`` prints it."""
+    if os.environ.get(PREFILTER_ENV, "") == "re":
+        return "re"
+    try:
+        import hyperscan  # noqa: F401
+    except ImportError:
+        return "re"
+    return "hyperscan"
+
+
 def build(rules: Sequence[Rule]) -> Prefilter:
     """The fastest prefilter available here for these rules (rule ``i`` is hit tag ``i``)."""
-    if os.environ.get(PREFILTER_ENV, "") != "re" and rules:
-        try:
-            import hyperscan
-        except ImportError:
-            pass
-        else:
-            return HyperscanPrefilter(hyperscan, [rule_patterns(r) for r in rules])
+    if rules and kind() == "hyperscan":
+        import hyperscan
+
+        return HyperscanPrefilter(hyperscan, [rule_patterns(r) for r in rules])
     return RegexPrefilter([a.encode() for r in rules if r.match for a in r.match.anchors])

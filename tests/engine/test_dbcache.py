@@ -80,3 +80,29 @@ def test_the_folder_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv(dbcache.CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert dbcache.cache_dir() == tmp_path / "slurm-attrib"
+
+
+def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database decides which lines the rules see: one another user could have planted is not used."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(dbcache.CACHE_ENV, str(shared))
+    compiler = _Compiler()
+    dbcache.cached_database(hyperscan, SHAPE, compiler)
+    dbcache.cached_database(hyperscan, SHAPE, compiler)
+    assert compiler.calls == 2 and list(shared.iterdir()) == []
+
+
+def test_an_entry_that_is_a_symlink_is_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(dbcache.CACHE_ENV, str(cache))
+    dbcache.cached_database(hyperscan, SHAPE, _Compiler())
+    (entry,) = cache.glob("*.hsdb")
+    planted = tmp_path / "planted.hsdb"
+    entry.rename(planted)
+    entry.symlink_to(planted)
+    compiler = _Compiler()
+    dbcache.cached_database(hyperscan, SHAPE, compiler)
+    assert compiler.calls == 1
