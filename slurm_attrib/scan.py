@@ -118,7 +118,7 @@ class Line:
 
 
 _np: Any
-try:  # numpy counts newlines ~10x faster than bytes.count; optional (the `fast` extra)
+try:  # numpy counts newlines ~10x faster than bytes.count; a default dependency where it has wheels
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised by the pure fallback
     _np = None
