@@ -6,10 +6,11 @@ byte-identical JSON across runs, worker counts and file order.
     python bench/scan/run.py --profiles noisy,cascade --sizes 256MiB,1GiB [--repeat 3] [--cpus 2]
                              [--workdir /tmp/slurm-attrib-bench] [--no-determinism] [--no-hit-cost]
 
-Hits are lines holding at least one anchor (what the prefilter hands to the rules), counted by the
-grep baseline itself until the engine reports its own (:func:`engine_hits`). The per-hit cost is
-(diagnose of the bundle - diagnose of its quiet twin) / hits, where the quiet twin is the same bundle
-without its hit lines, timed side by side. Absolute times drift on shared machines; the ratios are the
+Anchor lines are lines holding at least one anchor (grep's count: what the old literal-anchor
+prefilter handed to the rules); hits are the lines the engine's prefilter hands to the rules now and
+symptom lines those of them that made a symptom (:func:`engine_hits`). The per-hit cost is (diagnose
+of the bundle - diagnose of its quiet twin) / hits, where the quiet twin is the same bundle without
+its anchor lines, timed side by side. Absolute times drift on shared machines; the ratios are the
 figures to compare.
 """
 
@@ -34,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 from generate import PROFILES, generate_profile, parse_size  # noqa: E402
 
-from slurm_attrib.engine import prefilter  # noqa: E402
+from slurm_attrib.engine import Engine, prefilter  # noqa: E402
 from slurm_attrib.ruleset import load_ruleset  # noqa: E402
 
 WORKER_COUNTS = (1, 2, 4)
@@ -62,7 +63,9 @@ class Result:
     peak_mb: float
     runs_identical: bool
     sha256: str
-    hits: int
+    anchor_lines: int  # lines holding an anchor (grep's count)
+    hits: int  # lines the engine's prefilter handed to the rules
+    symptom_lines: int  # hit lines that made a symptom
     symptoms: int
     quiet_s: Optional[float] = None
     determinism: dict[str, bool] = field(default_factory=dict)
@@ -73,9 +76,11 @@ class Result:
 
     @property
     def per_hit_us(self) -> Optional[float]:
-        if self.quiet_s is None or not self.hits:
+        """What one symptom line costs: the time its anchor lines add over the quiet twin, per symptom
+        line (benign anchor lines count against it: they are the price of finding the real ones)."""
+        if self.quiet_s is None or not self.symptom_lines:
             return None
-        return (self.diagnose_s - self.quiet_s) / self.hits * 1e6
+        return (self.diagnose_s - self.quiet_s) / self.symptom_lines * 1e6
 
 
 def anchors() -> list[str]:
@@ -139,12 +144,11 @@ def symptoms(output: bytes) -> int:
     return sum(int(c.get("symptoms", 0)) for c in doc.get("coverage", []))
 
 
-def engine_hits(output: bytes) -> Optional[int]:
-    """HOOK: the prefilter hits the engine itself reports, once it does (issue 10, engine side).
-    Until then None, and the grep baseline's count of lines holding an anchor stands in."""
-    doc = json.loads(output)
-    found = [c["hits"] for c in doc.get("coverage", []) if isinstance(c.get("hits"), int)]
-    return sum(found) if found else None
+def engine_hits(bundle: Path) -> tuple[int, int]:
+    """(lines the prefilter handed to the rules, those of them that made a symptom), from one
+    in-process run of the engine (``EngineContext.scan``; not part of the Diagnosis JSON)."""
+    scan = Engine(load_ruleset(include_site=False)).run(bundle).scan
+    return scan.hits, scan.symptom_lines
 
 
 def ensure_bundle(workdir: Path, profile: str, size_text: str) -> Path:
@@ -199,9 +203,9 @@ def bench(profile: str, size_text: str, args: argparse.Namespace, patterns: Path
     bundle = ensure_bundle(args.workdir, profile, size_text)
     total = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
     twin = quiet_twin(bundle, patterns) if args.hit_cost else None
-    greps, runs, quiets, hits = [], [], [], 0
+    greps, runs, quiets, anchor_lines = [], [], [], 0
     for _ in range(args.repeat):
-        elapsed, hits = run_grep(bundle, patterns, args.cpus)
+        elapsed, anchor_lines = run_grep(bundle, patterns, args.cpus)
         greps.append(elapsed)
         runs.append(run_diagnose(bundle, args.cpus))
         if twin is not None:
@@ -210,7 +214,7 @@ def bench(profile: str, size_text: str, args: argparse.Namespace, patterns: Path
     first = runs[0]
     result = Result(profile, size_text, total, statistics.median(greps), statistics.median(r.seconds for r in runs),
                     max(r.peak_kib for r in runs) / 1024, len(hashes) == 1, first.sha256,
-                    engine_hits(first.output) or hits, symptoms(first.output),
+                    anchor_lines, *engine_hits(bundle), symptoms(first.output),
                     statistics.median(quiets) if quiets else None)
     if args.determinism:
         result.determinism = determinism(bundle, args.cpus, first.sha256)
@@ -218,11 +222,12 @@ def bench(profile: str, size_text: str, args: argparse.Namespace, patterns: Path
 
 
 def report(r: Result) -> str:
-    per_hit = f"{r.per_hit_us:7.1f}" if r.per_hit_us is not None else "      -"
+    per_hit = f"{r.per_hit_us:8.1f}" if r.per_hit_us is not None else "       -"
     quiet = f"{r.quiet_s:7.2f}" if r.quiet_s is not None else "      -"
-    ratio = f"{r.hits / r.symptoms:5.1f}" if r.symptoms else "    -"
+    ratio = f"{r.hits / r.symptom_lines:5.2f}" if r.symptom_lines else "    -"
     checks = ", ".join(f"{k} {'ok' if v else 'DIFFERS'}" for k, v in r.determinism.items()) or "not checked"
-    return (f"{r.profile:>8} {r.size:>7} {r.bytes / 1e6:7.0f} {r.hits:>8} {r.symptoms:>8} {ratio} "
+    return (f"{r.profile:>8} {r.size:>7} {r.bytes / 1e6:7.0f} {r.anchor_lines:>8} {r.hits:>8} {r.symptom_lines:>8} "
+            f"{r.symptoms:>8} {ratio} "
             f"{r.grep_s:7.2f} {r.diagnose_s:8.2f} {r.ratio:6.2f} {quiet} {per_hit} {r.peak_mb:7.0f} "
             f"{'yes' if r.runs_identical else 'NO':>5} {r.sha256[:16]}  {checks}")
 
@@ -239,13 +244,14 @@ def main() -> None:
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     patterns = pattern_file(args.workdir)
-    used = type(prefilter.build([b"x"])).__name__
+    used = prefilter.kind()
     print(f"baseline: GNU grep -E -c -r -f patterns.txt ({len(patterns.read_text().splitlines())} patterns), "
           f"LC_ALL=C; {args.repeat} alternating runs, medians; {os.cpu_count()} cores here, pinned to "
           f"{args.cpus or 'all'}; prefilter {used}; {WORKERS_ENV}={os.environ.get(WORKERS_ENV, '(unset)')}",
           flush=True)
-    print(f"{'profile':>8} {'size':>7} {'MB':>7} {'hits':>8} {'symptoms':>8} {'h:s':>5} {'grep s':>7} "
-          f"{'diag s':>8} {'ratio':>6} {'quiet s':>7} {'us/hit':>7} {'peakMB':>7} {'same':>5} sha256", flush=True)
+    print(f"{'profile':>8} {'size':>7} {'MB':>7} {'anchorln':>8} {'hits':>8} {'symln':>8} {'symptoms':>8} "
+          f"{'h:sl':>5} {'grep s':>7} "
+          f"{'diag s':>8} {'ratio':>6} {'quiet s':>7} {'us/symln':>8} {'peakMB':>7} {'same':>5} sha256", flush=True)
     for profile in args.profiles.split(","):
         for size in args.sizes.split(","):
             print(report(bench(profile, size, args, patterns)), flush=True)
