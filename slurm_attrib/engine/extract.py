@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..bundle import BundleFile
@@ -80,6 +81,7 @@ class Extractor:
             else:
                 self.line_rules[rule.match.source].append(rule)
         self.indexes = {source: AnchorIndex(rs) for source, rs in sorted(self.line_rules.items())}
+        self.plans = {rule.id: EmitPlan.of(rule) for rs in self.line_rules.values() for rule in rs}
         self.prefilters: dict[str, Prefilter] = {
             source: prefilters.build(rs) for source, rs in sorted(self.line_rules.items())}
 
@@ -100,7 +102,7 @@ class Extractor:
             cov.reason = f"collected but not judged: no rule reads {bf.source} files yet"
             return
         timectx = time_context(ctx, bf.node)
-        handler = _LineHandler(ctx, bf, self.indexes[bf.source], timectx)
+        handler = _LineHandler(ctx, bf, self.indexes[bf.source], timectx, self.plans)
         stats = ScanStats()
         try:
             with open_evidence(bf.path) as stream:
@@ -131,11 +133,38 @@ def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -
         cov.notes.append(f"{bf.rel}: {stats.nul_bytes} NUL byte(s) (binary garbage or a torn write)")
 
 
+@dataclass(frozen=True)
+class EmitPlan:
+    """A rule's ``emit`` block read once, so a symptom costs no dictionary look-ups and conversions."""
+
+    kind: str
+    role: str
+    category: str
+    responsible: str
+    strength: int
+    summary: Optional[str]  # None: the summary is the symptom's kind (after any decoder renamed it)
+    actions: tuple[str, ...]
+    decoder: Optional[str]
+
+    @classmethod
+    def of(cls, rule: Rule) -> EmitPlan:
+        emit = rule.emit
+        decoder = emit.get("decoder")
+        return cls(kind=str(emit.get("kind", rule.id)), role=str(emit.get("role", "context")),
+                   category=str(emit.get("category", "unknown")),
+                   responsible=str(emit.get("responsible", "unknown")), strength=int(emit.get("strength", 0)),
+                   summary=str(emit["summary"]) if "summary" in emit else None,
+                   actions=tuple(str(a) for a in emit["actions"]) if emit.get("actions") else (),
+                   decoder=str(decoder) if decoder else None)
+
+
 class _LineHandler:
     """Called for every prefilter hit of one file."""
 
-    def __init__(self, ctx: EngineContext, bf: BundleFile, index: AnchorIndex, timectx: TimeContext) -> None:
+    def __init__(self, ctx: EngineContext, bf: BundleFile, index: AnchorIndex, timectx: TimeContext,
+                 plans: Optional[dict[str, EmitPlan]] = None) -> None:
         self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
+        self.plans = plans or {}
         self.found = 0
         self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
@@ -199,24 +228,22 @@ class _LineHandler:
                             fields.get("host"))
         evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
                                offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP])
-        emit = rule.emit
-        sym = Symptom(kind=str(emit.get("kind", rule.id)), rule_id=rule.id, node=node, time=stamp.time,
-                      evidence=[evidence], rank=rank, fields=fields, role=str(emit.get("role", "context")),
-                      category=str(emit.get("category", "unknown")),
-                      responsible=str(emit.get("responsible", "unknown")),
-                      strength=int(emit.get("strength", 0)))
+        plan = self.plans.get(rule.id) or EmitPlan.of(rule)
+        sym = Symptom(kind=plan.kind, rule_id=rule.id, node=node, time=stamp.time, evidence=[evidence], rank=rank,
+                      fields=fields, role=plan.role, category=plan.category, responsible=plan.responsible,
+                      strength=plan.strength)
         if "peer" in fields:
             peer = resolve_peer(self.ctx, str(fields["peer"]))
             if peer:
                 fields["peer_node"] = peer
         self.ctx.assumptions.update(stamp.assumptions)
-        decode = emit.get("decoder")
-        if decode and not DECODERS[str(decode)](self.ctx, sym, line, {"text": text, "rule": rule, "stream": stream}):
+        if plan.decoder and not DECODERS[plan.decoder](self.ctx, sym, line, {"text": text, "rule": rule,
+                                                                             "stream": stream}):
             return
         if not sym.summary:
-            sym.summary = render_summary(str(emit.get("summary", sym.kind)), sym)
-        if not sym.actions and emit.get("actions"):
-            sym.actions = tuple(str(a) for a in emit["actions"])
+            sym.summary = render_summary(sym.kind if plan.summary is None else plan.summary, sym)
+        if not sym.actions and plan.actions:
+            sym.actions = plan.actions
         self.ctx.symptoms.append(sym)
         self.ctx.fired[rule.id] += 1
         self.found += 1

@@ -126,8 +126,9 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     consequence of that fault: it becomes a cascade supporting it. A hardware fault is a kernel-log
     infrastructure candidate at least ``params.min_cause_strength`` strong."""
     threshold = int(rule_.params.get("min_cause_strength", 60))
-    hardware = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure"
-                and s.evidence and s.evidence[0].source == "kernel" and s.strength >= threshold]
+    hardware = sorted((s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure"
+                       and s.evidence and s.evidence[0].source == "kernel" and s.strength >= threshold),
+                      key=Symptom.sort_key)  # sorted once: the loop below changes only app symptoms
     count = 0
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
@@ -143,10 +144,10 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
 def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
                      max_gap_s: float) -> Optional[Symptom]:
     """The first hardware fault on the symptom's node between ``max_gap_s`` before its earliest
-    possible time and its latest possible time (plus clock skew)."""
+    possible time and its latest possible time (plus clock skew); ``hardware`` is in sort_key order."""
     skew = ctx.tolerance(ctx.settings.skew_s)
     latest = latest_time(sym)
-    for cause in sorted(hardware, key=Symptom.sort_key):
+    for cause in hardware:
         if not ctx.causal.explains(cause, sym):
             continue
         if cause.time is None or sym.time is None:
