@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
+from functools import lru_cache
 from typing import Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -233,6 +234,9 @@ def _distance(t: datetime, lo: datetime, hi: datetime) -> timedelta:
     return timedelta(0)
 
 
+_SHORT_WINDOW = timedelta(days=300)
+
+
 def _yearless(
     month: int, day: int, clock: tuple[int, int, int, int], ctx: TimeContext
 ) -> tuple[datetime | None, tuple[str, ...]] | None:
@@ -244,6 +248,12 @@ def _yearless(
     if window is None:
         return None if _wall(2000, month, day, clock) is None else (None, ("year unknown",))
     lo, hi = window
+    inside = _in_zone(_wall(lo.year, month, day, clock), ctx.zone) if hi - lo < _SHORT_WINDOW else None
+    if inside is not None and lo <= inside <= hi:
+        # the usual case, decided without the other years: in a window shorter than a year the year
+        # before lies outside it (a tie at distance zero would go to the earlier year) and the year
+        # after cannot be nearer than zero
+        return inside, (f"year {lo.year} taken from the job window", _zone_note(ctx))
     best: tuple[timedelta, int, datetime] | None = None
     for year in (lo.year - 1, lo.year, lo.year + 1):
         time = _in_zone(_wall(year, month, day, clock), ctx.zone)
@@ -369,21 +379,31 @@ def _h_glog_notime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp
 _Handler = Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]
 
 # Order matters: bracketed forms first, then the ISO family from most to least specific, then syslog.
-_FORMATS: tuple[tuple[re.Pattern[str], _Handler], ...] = (
-    (_RE_DMESG_UPTIME, _h_dmesg_uptime),
-    (_RE_DMESG_CTIME, _h_dmesg_ctime),
-    (_RE_DMESG_RELTIME, _h_dmesg_reltime),
-    (_RE_DMESG_DELTA, _h_dmesg_delta),
-    (_RE_BRACKET_ISO, _absolute_handler("bracket_iso")),
-    (_RE_GLOG, _h_glog),
-    (_RE_GLOG_NOTIME, _h_glog_notime),
-    (_RE_TALOS, _h_talos),
-    (_RE_DMESG_ISO, _absolute_handler("dmesg_iso")),
-    (_RE_ISO_HOST, _h_iso_host),
-    (_RE_PYTHON_LOGGING, _absolute_handler("python_logging")),
-    (_RE_ISO8601, _absolute_handler("iso8601")),
-    (_RE_RFC3164, _h_rfc3164),
+# The middle column is a gate: the first character after the leading blanks must match it for the
+# format's pattern to have any chance (``[`` for the bracketed forms, a digit for the ISO family, ...);
+# the last is text the line's head must contain ("" when none). A gate only skips a pattern that could
+# not match, so the first format that matches still wins; it spares a line up to a dozen failed regexes.
+_FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
+    (_RE_DMESG_UPTIME, re.compile(r"[<\[]"), "", _h_dmesg_uptime),
+    (_RE_DMESG_CTIME, re.compile(r"[<\[]"), "", _h_dmesg_ctime),
+    (_RE_DMESG_RELTIME, re.compile(r"\["), "", _h_dmesg_reltime),
+    (_RE_DMESG_DELTA, re.compile(r"\["), "", _h_dmesg_delta),
+    (_RE_BRACKET_ISO, re.compile(r"\["), "", _absolute_handler("bracket_iso")),
+    (_RE_GLOG, re.compile(r"[\[IWEF]"), "", _h_glog),
+    (_RE_GLOG_NOTIME, re.compile(r"\["), "", _h_glog_notime),
+    (_RE_TALOS, re.compile(r"\S"), ": [", _h_talos),
+    (_RE_DMESG_ISO, re.compile(r"[a-z\d]"), "", _absolute_handler("dmesg_iso")),
+    (_RE_ISO_HOST, re.compile(r"\d"), "", _h_iso_host),
+    (_RE_PYTHON_LOGGING, re.compile(r"\d"), "", _absolute_handler("python_logging")),
+    (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
+    (_RE_RFC3164, re.compile(r"[A-Z]"), "", _h_rfc3164),
 )
+
+
+@lru_cache(maxsize=512)
+def _formats_for(first: str) -> tuple[tuple[re.Pattern[str], str, _Handler], ...]:
+    """The formats, in order, whose pattern can start with ``first`` (the character after the blanks)."""
+    return tuple((pattern, needs, handler) for pattern, gate, needs, handler in _FORMATS if gate.match(first))
 
 
 # --- public entry points --------------------------------------------------------------------------
@@ -395,7 +415,9 @@ def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
     Only the first ``PREFIX_LIMIT`` characters are examined. Out-of-range dates count as no stamp.
     """
     head = line[:PREFIX_LIMIT]
-    for pattern, handler in _FORMATS:
+    for pattern, needs, handler in _formats_for(head.lstrip(" \t")[:1]):
+        if needs and needs not in head:
+            continue
         m = pattern.match(head)
         if m is None or (m.end() == len(head) < len(line)):
             continue  # no match, or the prefix runs into the cut and cannot be verified

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta, timezone, tzinfo
+from pathlib import Path
 
 import pytest
 
+from slurm_attrib import timestamps
 from slurm_attrib.timestamps import (
     PREFIX_LIMIT,
     ParsedStamp,
@@ -519,6 +521,48 @@ def test_fuzz_never_raises() -> None:
             assert parsed.fmt or parsed.message == line
 
 
+_GATE_FRAGMENTS = [*_FRAGMENTS, "<6>", "<", "Nov 20 ", "Nov20 10:30", "[Mon Nov 20 10:30:05 2023]", "I", "F1120",
+                   "[E ", "[  +0.000316]", "kern", "node-1", ": [", "2026-11-20T10:30:21", "\x0b", "\u3000", "\u0663",
+                   "\uff11", "[default3]:", "3: ", " - train - INFO - ", ",123", "T", "Aug  3 10:30:21 ", "Apr",
+                   " host kernel: ", "@", "a"]
+
+
+def _every_format(line: str, ctx: TimeContext) -> ParsedStamp:
+    """parse_line_time as it was before the gates: every format tried in order."""
+    head = line[:PREFIX_LIMIT]
+    for pattern, _gate, _needs, handler in timestamps._FORMATS:
+        m = pattern.match(head)
+        if m is None or (m.end() == len(head) < len(line)):
+            continue
+        try:
+            parsed = handler(m, line, ctx)
+        except (ValueError, OverflowError):
+            parsed = None
+        if parsed is not None:
+            return parsed
+    return ParsedStamp(None, line, "", None, None, ())
+
+
+def _gate_lines() -> list[str]:
+    rng = random.Random(20261203)
+    lines = [str(case.values[0]) for case in [*FORMAT_CASES, *NO_STAMP_LINES]]
+    for log in sorted(Path(__file__).parent.glob("golden/*/bundle/**/*.log")):
+        lines += log.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    lines += ["".join(rng.choice(_GATE_FRAGMENTS) for _ in range(rng.randint(0, 10))) for _ in range(20_000)]
+    return lines
+
+
+def test_format_gates_only_skip_patterns_that_cannot_match() -> None:
+    """A gate is a necessary condition of its pattern, so the gated search finds the same stamp."""
+    ctx = _window("2026-11-20T08:00:00", "2026-11-20T20:00:00")
+    for line in _gate_lines():
+        head = line[:PREFIX_LIMIT]
+        for pattern, gate, needs, _handler in timestamps._FORMATS:
+            if pattern.match(head):
+                assert gate.match(head.lstrip(" \t")[:1]) and needs in head, (pattern.pattern, line)
+        assert parse_line_time(line, ctx) == _every_format(line, ctx), line
+
+
 @pytest.mark.parametrize(
     ("line", "ctx"),
     [
@@ -556,3 +600,33 @@ def test_dmesg_raw_priority_show_delta_and_ctime_zone() -> None:
     assert utc.time == _utc("2026-11-20T10:30:05") and utc.assumptions == ()
     cet = parse_line_time("[Fri Nov 20 10:30:05 CET 2026] NVRM: Xid", ctx)
     assert "zone abbreviation CET not used" in cet.assumptions
+
+
+def _every_year(month: int, day: int, clock: tuple[int, int, int, int], ctx: TimeContext) -> object:
+    """_yearless as it was before its shortcut: all three candidate years weighed."""
+    window = timestamps._window(ctx)
+    assert window is not None
+    lo, hi = window
+    best: tuple[timedelta, int, datetime] | None = None
+    for year in (lo.year - 1, lo.year, lo.year + 1):
+        time = timestamps._in_zone(timestamps._wall(year, month, day, clock), ctx.zone)
+        if time is not None and (best is None or timestamps._distance(time, lo, hi) < best[0]):
+            best = (timestamps._distance(time, lo, hi), year, time)
+    if best is None:
+        return None
+    return best[2], (f"year {best[1]} taken from the job window", timestamps._zone_note(ctx))
+
+
+def test_yearless_shortcut_picks_the_year_weighing_all_three_picks() -> None:
+    rng = random.Random(3)
+    zones = [UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))]
+    if _has_zone("Europe/Berlin"):
+        zones.append(zone_from_name("Europe/Berlin"))
+    for _ in range(5_000):
+        start = datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=rng.randint(0, 2 * 525_600))
+        end = start + timedelta(minutes=rng.choice([0, 5, 600, 60 * 24 * 40, 60 * 24 * 299, 60 * 24 * 400]))
+        ctx = TimeContext(window_start=start, window_end=end, zone=rng.choice(zones))
+        near = start + timedelta(minutes=rng.randint(-3000, (end - start) // timedelta(minutes=1) + 3000))
+        month, day = (near.month, near.day) if rng.random() < 0.9 else (2, 29)
+        clock = (rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), rng.randint(0, 999_999))
+        assert timestamps._yearless(month, day, clock, ctx) == _every_year(month, day, clock, ctx)
