@@ -189,7 +189,7 @@ def _in_zone(wall: datetime | None, zone: tzinfo) -> datetime | None:
 
 def _opt(m: re.Match[str], name: str) -> str | None:
     """A named group's text, or None when it did not take part or the pattern lacks it."""
-    return m.groupdict().get(name)
+    return m[name] if name in m.re.groupindex else None
 
 
 def _clock(m: re.Match[str]) -> tuple[int, int, int, int]:

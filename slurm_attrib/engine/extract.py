@@ -11,14 +11,14 @@ from ..bundle import BundleFile
 from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
 from ..ruleset import Rule
 from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream
-from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_line_time
+from ..timestamps import ParsedStamp, TimeContext, format_utc
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import resolve_node, resolve_peer
 from .ranks import Stream, global_rank, split_rank, stream_key
 from .registry import DECODERS, RULES
-from .timeinfer import infer_time, next_time, time_context
+from .timeinfer import LineStamps, infer_time, next_time, time_context
 
 INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
 
@@ -165,6 +165,7 @@ class _LineHandler:
                  plans: Optional[dict[str, EmitPlan]] = None) -> None:
         self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
         self.plans = plans or {}
+        self.stamps = LineStamps(timectx)
         self.found = 0
         self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
@@ -174,7 +175,7 @@ class _LineHandler:
         already known, so a burst of unstamped hits costs what lies between them, not 200 lines each."""
         known = self._seen.get(stream_key(stream))
         limit = min(200, line.lineno - known[0] - 1) if known else 200
-        found = infer_time(line, stream, self.timectx, limit, want_any=known is None)
+        found = infer_time(line, stream, self.timectx, limit, want_any=known is None, stamps=self.stamps)
         if found is None and known is not None:
             found = known[1]
         if found is not None:
@@ -198,14 +199,14 @@ class _LineHandler:
                 stamp = self._stamp(line, text, stream)
             groups = match.groupdict()
             if "time taken from a preceding line" in stamp.assumptions:
-                upper = next_time(line, stream, self.timectx)
+                upper = next_time(line, stream, self.timectx, self.stamps)
                 groups["time_inferred"] = "preceding line"
                 if upper is not None:
                     groups["time_upper"] = format_utc(upper)
             self._emit(rule, line, text, stream, stamp, groups)
 
     def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
-        stamp = parse_line_time(text, self.timectx)
+        stamp = self.stamps.stamp(text)
         if stamp.time is not None:
             self._seen[stream_key(stream)] = (line.lineno, stamp)
         elif self.bf.source == SOURCE_APP or stamp.fmt == "dmesg_delta":

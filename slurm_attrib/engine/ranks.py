@@ -12,6 +12,7 @@ RANK_PREFIX_PATTERN = r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )"  # 
 _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
 
 Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
+StreamKey = tuple[Optional[int], Optional[int]]  # (global rank or srun label, torchrun local rank)
 
 
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
@@ -20,7 +21,8 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     label = rank = local = None
     found = False
     while True:
-        match = _RANK_PREFIX.match(text)
+        first = text[:1]  # a prefix opens with a blank, "[" or a digit: other lines skip the regex
+        match = _RANK_PREFIX.match(text) if first == "[" or first.isdecimal() or first.isspace() else None
         if not match:
             return ((label, rank, local) if found else None), text
         found = True
@@ -33,7 +35,7 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         text = text[match.end():]
 
 
-def stream_key(stream: Optional[Stream]) -> Optional[tuple[Optional[int], Optional[int]]]:
+def stream_key(stream: Optional[Stream]) -> Optional[StreamKey]:
     """Which rank's output a line is, whatever mix of prefixes carries it: ``9: [rank9]:`` and ``9: ``
     are the same stream."""
     if stream is None:

@@ -11,7 +11,7 @@ from ..model import Symptom
 from ..scan import Line
 from ..timestamps import ParsedStamp, TimeContext, parse_iso, parse_line_time, zone_from_name
 from .context import EngineContext
-from .ranks import Stream, split_rank, stream_key
+from .ranks import Stream, StreamKey, split_rank, stream_key
 
 
 def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
@@ -31,19 +31,52 @@ def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
                        zone_name=label, boot_time=facts.boot_time if facts else None)
 
 
+class LineStamps:
+    """The stream key, message and stamp of each distinct line, worked out once: the unstamped hits of
+    a burst look at the same neighbours again and again. Both are pure functions of the line's text
+    (and of the one time context the instance serves)."""
+
+    LIMIT = 65_536  # entries kept before the memo starts afresh, so memory stays bounded
+
+    def __init__(self, timectx: TimeContext) -> None:
+        self.timectx = timectx
+        self._split: dict[str, tuple[Optional[StreamKey], str]] = {}
+        self._stamps: dict[str, ParsedStamp] = {}
+
+    def split(self, text: str) -> tuple[Optional[StreamKey], str]:
+        """``stream_key`` of the line's rank prefix, and the line without it."""
+        found = self._split.get(text)
+        if found is None:
+            if len(self._split) >= self.LIMIT:
+                self._split.clear()
+            stream, rest = split_rank(text)
+            found = self._split[text] = (stream_key(stream), rest)
+        return found
+
+    def stamp(self, text: str) -> ParsedStamp:
+        """:func:`parse_line_time` of the text in this context."""
+        found = self._stamps.get(text)
+        if found is None:
+            if len(self._stamps) >= self.LIMIT:
+                self._stamps.clear()
+            found = self._stamps[text] = parse_line_time(text, self.timectx)
+        return found
+
+
 def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: int = 200,
-                want_any: bool = True) -> Optional[ParsedStamp]:
+               want_any: bool = True, stamps: Optional[LineStamps] = None) -> Optional[ParsedStamp]:
     """The stamp of the nearest preceding line of the same rank (or, with ``want_any``, of any line)."""
+    stamps = stamps or LineStamps(timectx)
     fallback: Optional[ParsedStamp] = None
     wanted = stream_key(rank)
     for count, previous in enumerate(line.preceding(limit)):
         if fallback is not None and count > 50:
             break
-        prev_rank, rest = split_rank(previous)
-        same = stream_key(prev_rank) == wanted
+        prev_key, rest = stamps.split(previous)
+        same = prev_key == wanted
         if not same and (fallback is not None or not want_any):
             continue
-        stamp = parse_line_time(rest, timectx)
+        stamp = stamps.stamp(rest)
         if stamp.time is None:
             continue
         if same:
@@ -53,19 +86,21 @@ def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: 
     return fallback
 
 
-def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext) -> Optional[datetime]:
+def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext,
+              stamps: Optional[LineStamps] = None) -> Optional[datetime]:
     """The stamp of the next line of the same rank (else of any rank): an upper bound for an
     unstamped line."""
+    stamps = stamps or LineStamps(timectx)
     fallback: Optional[datetime] = None
     wanted = stream_key(rank)
     for count, following in enumerate(line.iter_following(100)):
         if fallback is not None and count > 20:
             break
-        next_rank, rest = split_rank(following)
-        same = stream_key(next_rank) == wanted
+        next_key, rest = stamps.split(following)
+        same = next_key == wanted
         if not same and fallback is not None:
             continue
-        stamp = parse_line_time(rest, timectx)
+        stamp = stamps.stamp(rest)
         if stamp.time is None:
             continue
         if same:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import random
 from typing import Optional
 
 import pytest
 
-from slurm_attrib.engine.ranks import Stream, global_rank, split_rank, stream_key
+from slurm_attrib.engine.ranks import _RANK_PREFIX, Stream, global_rank, split_rank, stream_key
 from slurm_attrib.model import JobFacts
 
 
@@ -57,3 +58,30 @@ JOB = JobFacts(job_id="1", nodes=("node-01", "node-02"),
 ])
 def test_global_rank(line: str, node: Optional[str], expected: tuple[Optional[int], Optional[int]]) -> None:
     assert global_rank(split_rank(line)[0], node, JOB) == expected
+
+
+def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
+    """split_rank as it was before it looked at the first character: the regex asked every time."""
+    label = rank = local = None
+    found = False
+    while True:
+        match = _RANK_PREFIX.match(text)
+        if not match:
+            return ((label, rank, local) if found else None), text
+        found = True
+        if match.group(1) is not None and rank is None:
+            rank = int(match.group(1))
+        elif match.group(2) is not None and local is None:
+            local = int(match.group(2))
+        elif match.group(3) is not None and label is None:
+            label = int(match.group(3))
+        text = text[match.end():]
+
+
+def test_the_first_character_shortcut_changes_nothing() -> None:
+    rng = random.Random(7)
+    pieces = ["3: ", "[rank1]: ", "[rank2]:", "[default0]: ", " ", "\t", "\u3000", "\u0663: ", "x", "[", "]",
+              ":", "node-1:", "12", "", "\n", "[E1120 10:30:55.1 a.cpp:1] "]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert split_rank(text) == _split_by_regex_alone(text), text

@@ -9,11 +9,11 @@ from typing import Optional
 import pytest
 
 from slurm_attrib.bundle import NodeFacts
-from slurm_attrib.engine.ranks import split_rank
-from slurm_attrib.engine.timeinfer import infer_time, latest_time, next_time, time_context
+from slurm_attrib.engine.ranks import split_rank, stream_key
+from slurm_attrib.engine.timeinfer import LineStamps, infer_time, latest_time, next_time, time_context
 from slurm_attrib.model import JobFacts
 from slurm_attrib.scan import Line
-from slurm_attrib.timestamps import TimeContext
+from slurm_attrib.timestamps import TimeContext, parse_line_time
 
 from .conftest import make_context, make_symptom
 
@@ -30,6 +30,7 @@ def line_of(lines: list[str], index: int) -> Line:
                 _end=start + len(lines[index].encode()))
 
 
+CTX = TimeContext()
 LOG = [
     "[rank0]: 2026-11-20T10:30:01Z step 10",
     "[rank1]: 2026-11-20T10:30:02Z step 10",
@@ -81,3 +82,30 @@ def test_time_context_takes_the_nodes_zone_else_the_jobs() -> None:
     ctx.bundle.node_facts["node-02"] = NodeFacts(node="node-02", timezone="Mars/Olympus")
     assert time_context(ctx, "node-02").zone_name == "UTC (no zone in the node facts or job)"
     assert "unknown time zone 'Mars/Olympus'; UTC assumed" in ctx.assumptions
+
+
+def test_line_stamps_remembers_what_split_rank_and_parse_line_time_say() -> None:
+    stamps = LineStamps(CTX)
+    for text in [*LOG, *LOG]:
+        stream, rest = split_rank(text)
+        assert stamps.split(text) == (stream_key(stream), rest)
+        assert stamps.stamp(rest) == parse_line_time(rest, CTX)
+
+
+def test_line_stamps_starts_afresh_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LineStamps, "LIMIT", 2)
+    stamps = LineStamps(CTX)
+    for text in LOG:
+        stamps.split(text)
+        stamps.stamp(text)
+    assert len(stamps._split) <= 2 and len(stamps._stamps) <= 2
+    assert stamps.stamp(LOG[0]) == parse_line_time(LOG[0], CTX)
+
+
+def test_a_shared_line_stamps_gives_the_same_times() -> None:
+    stamps = LineStamps(CTX)
+    for index in range(len(LOG)):
+        line = line_of(LOG, index)
+        stream = split_rank(LOG[index])[0]
+        assert infer_time(line, stream, CTX, stamps=stamps) == infer_time(line, stream, CTX)
+        assert next_time(line, stream, CTX, stamps) == next_time(line, stream, CTX)
