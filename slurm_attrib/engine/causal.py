@@ -8,7 +8,7 @@ ambiguous when they fall inside the decision window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..errors import RuleError
@@ -44,6 +44,8 @@ class CausalModel:
     independent: frozenset[str] = frozenset()
     decision_window_s: float = 0.0
     single_node: Optional[str] = None  # the job's only node: a symptom without a node happened there
+    _classes_by_kind: dict[tuple[str, str], frozenset[str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     @classmethod
     def from_params(cls, params: dict[str, Any], where: str = "causal model") -> CausalModel:
@@ -64,7 +66,13 @@ class CausalModel:
                    decision_window_s=float(params.get("decision_window_s", 0.0)))
 
     def classes_of(self, sym: Symptom) -> frozenset[str]:
-        return frozenset(c.name for c in self.classes if c.contains(sym))
+        """The classes the symptom belongs to: a function of its kind and category alone, so it is
+        worked out once per pair (the refine phase asks it for every candidate cause of every symptom)."""
+        key = (sym.kind, sym.category)
+        found = self._classes_by_kind.get(key)
+        if found is None:
+            found = self._classes_by_kind[key] = frozenset(c.name for c in self.classes if c.contains(sym))
+        return found
 
     def explains(self, cause: Symptom, effect: Symptom) -> bool:
         """True when some edge lets ``cause`` produce ``effect`` at the edge's scope."""

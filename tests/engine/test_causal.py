@@ -80,3 +80,16 @@ def test_verdict_scope_names_what_the_verdict_is_about() -> None:
     assert verdict_scope("attributed", nfs, []) == "filesystem"
     assert verdict_scope("attributed", exc, []) == "rank"
     assert verdict_scope("ambiguous", None, []) == "workload"
+
+
+def test_classes_are_remembered_per_kind_and_category_only() -> None:
+    model = CausalModel.from_params({"classes": {"hw": {"kinds": ["cuda_error"], "categories": ["gpu_hardware"]},
+                                                 "err": {"kinds": ["cuda_error"]}}})
+    fresh = CausalModel.from_params({"classes": {"hw": {"kinds": ["cuda_error"], "categories": ["gpu_hardware"]},
+                                                 "err": {"kinds": ["cuda_error"]}}})
+    asked = [sym("cuda_error", "a", "gpu_hardware"), sym("cuda_error", "b", "application"),
+             sym("cuda_error", "c", "gpu_hardware"), sym("xid", "a", "gpu_hardware")]
+    for one in asked * 2:
+        assert model.classes_of(one) == frozenset(c.name for c in fresh.classes if c.contains(one))
+    assert model.classes_of(asked[0]) == {"hw", "err"} and model.classes_of(asked[1]) == {"err"}
+    assert model == fresh  # the memo is no part of the model's value
