@@ -60,9 +60,13 @@ class AnchorIndex:
         return [self.rules[i] for i in sorted(line.rules) if self._admits(i, line, text)]
 
     def _admits(self, index: int, line: Line, text: str) -> bool:
-        if any(a in text for a in self._plain[index]):
-            return True
-        return any(a in text for a in self._line_end[index]) and line.holds(self._any_anchor)
+        for anchor in self._plain[index]:  # plain loops: this runs for every rule of every hit line
+            if anchor in text:
+                return True
+        for anchor in self._line_end[index]:
+            if anchor in text:
+                return line.holds(self._any_anchor)
+        return False
 
 
 def _anchors(rule: Rule) -> tuple[str, ...]:
