@@ -36,19 +36,19 @@ class LineStamps:
     a burst look at the same neighbours again and again. Both are pure functions of the line's text
     (and of the one time context the instance serves)."""
 
-    LIMIT = 65_536  # entries kept before the memo starts afresh, so memory stays bounded
+    BUDGET_CHARS = 4 << 20  # text held before the memo starts afresh: lines may be 64 Ki characters long
 
     def __init__(self, timectx: TimeContext) -> None:
         self.timectx = timectx
         self._split: dict[str, tuple[Optional[StreamKey], str]] = {}
         self._stamps: dict[str, ParsedStamp] = {}
+        self._chars = 0  # characters of the texts held (each held a few times: key, rest, message)
 
     def split(self, text: str) -> tuple[Optional[StreamKey], str]:
         """``stream_key`` of the line's rank prefix, and the line without it."""
         found = self._split.get(text)
         if found is None:
-            if len(self._split) >= self.LIMIT:
-                self._split.clear()
+            self._make_room(len(text))
             stream, rest = split_rank(text)
             found = self._split[text] = (stream_key(stream), rest)
         return found
@@ -57,10 +57,16 @@ class LineStamps:
         """:func:`parse_line_time` of the text in this context."""
         found = self._stamps.get(text)
         if found is None:
-            if len(self._stamps) >= self.LIMIT:
-                self._stamps.clear()
+            self._make_room(len(text))
             found = self._stamps[text] = parse_line_time(text, self.timectx)
         return found
+
+    def _make_room(self, chars: int) -> None:
+        self._chars += chars
+        if self._chars > self.BUDGET_CHARS:
+            self._split.clear()
+            self._stamps.clear()
+            self._chars = chars
 
 
 def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: int = 200,

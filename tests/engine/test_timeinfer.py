@@ -93,12 +93,13 @@ def test_line_stamps_remembers_what_split_rank_and_parse_line_time_say() -> None
 
 
 def test_line_stamps_starts_afresh_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(LineStamps, "LIMIT", 2)
+    monkeypatch.setattr(LineStamps, "BUDGET_CHARS", 80)
     stamps = LineStamps(CTX)
     for text in LOG:
         stamps.split(text)
         stamps.stamp(text)
-    assert len(stamps._split) <= 2 and len(stamps._stamps) <= 2
+        held = sum(map(len, stamps._split)) + sum(map(len, stamps._stamps))
+        assert held <= 80 + len(text)
     assert stamps.stamp(LOG[0]) == parse_line_time(LOG[0], CTX)
 
 
