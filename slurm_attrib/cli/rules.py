@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import canonical
+from ..config import Config
 from ..errors import AttribError, ConfigError
 from ..ruleset import site_fixtures_dir, site_rules_dir
 from .common import EXIT_RULES_FAILED, add_rule_options, config_of, engine_of
@@ -34,12 +35,12 @@ def _origin(args: argparse.Namespace) -> Optional[str]:
     return str(args.origin) if args.origin else None
 
 
-def _fixtures_dir(args: argparse.Namespace, origin: Optional[str]) -> Optional[Path]:
+def _fixtures_dir(args: argparse.Namespace, origin: Optional[str], config: Config) -> Optional[Path]:
     """--fixtures, else the site's fixtures next to its rules (--origin site), else ./tests/rules."""
     if args.fixtures:
         return Path(args.fixtures)
     if origin == "site":
-        return site_fixtures_dir(str(site_rules_dir(args.rules_dir, config_of(args).rules_dir)))
+        return site_fixtures_dir(str(site_rules_dir(args.rules_dir, config.rules_dir)))
     default = Path("tests/rules")
     return default if default.is_dir() else None
 
@@ -47,9 +48,9 @@ def _fixtures_dir(args: argparse.Namespace, origin: Optional[str]) -> Optional[P
 def cmd_rules_lint(args: argparse.Namespace) -> int:
     from ..rulelint import lint
 
-    origin = _origin(args)
-    engine = engine_of(args)
-    issues = lint(engine.ruleset, _fixtures_dir(args, origin), origin)
+    origin, config = _origin(args), config_of(args)
+    engine = engine_of(args, config)
+    issues = lint(engine.ruleset, _fixtures_dir(args, origin, config), origin)
     for issue in issues:
         sys.stdout.write(f"{issue}\n")
     errors = sum(1 for i in issues if i.severity == "error")
@@ -63,12 +64,12 @@ def cmd_rules_lint(args: argparse.Namespace) -> int:
 def cmd_rules_test(args: argparse.Namespace) -> int:
     from ..ruletest import run_all
 
-    origin = _origin(args)
-    root = _fixtures_dir(args, origin)
+    origin, config = _origin(args), config_of(args)
+    root = _fixtures_dir(args, origin, config)
     if root is None:
         raise AttribError("no fixtures directory: pass --fixtures DIR (default ./tests/rules, or the site's "
                           "rules.d/fixtures with --origin site)")
-    results = run_all(engine_of(args), root, args.rule, origin)
+    results = run_all(engine_of(args, config), root, args.rule, origin)
     failed = [r for r in results if not r.passed]
     for res in results:
         if args.verbose or not res.passed:

@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..safeio import open_regular
+
 CACHE_ENV = "SLURM_ATTRIB_CACHE_DIR"
 log = logging.getLogger("slurm_attrib.prefilter")
 
@@ -71,22 +73,16 @@ def _load(hs: Any, path: Path) -> Any:
     if not _trusted_dir(path.parent):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open_regular(path) as handle:  # no link followed, regular files only
+            if not _owned(os.fstat(handle.fileno())):
+                log.debug("prefilter cache entry %s is not this user's alone; compiling", path)
+                return None
+            return hs.loadb(handle.read(), hs.HS_MODE_BLOCK)
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except (OSError, hs.error) as exc:
         log.debug("prefilter cache entry %s unusable (%s); compiling", path, exc)
         return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not (stat.S_ISREG(info.st_mode) and _owned(info)):
-            log.debug("prefilter cache entry %s is not this user's alone; compiling", path)
-            return None
-        try:
-            return hs.loadb(handle.read(), hs.HS_MODE_BLOCK)
-        except (OSError, hs.error) as exc:
-            log.debug("prefilter cache entry %s unusable (%s); compiling", path, exc)
-            return None
 
 
 def _store(hs: Any, path: Path, db: Any) -> None:
