@@ -104,6 +104,7 @@ class SourceCoverage:
     truncated: bool = False
     notes: tuple[str, ...] = ()
     facts: dict[str, Any] = field(default_factory=dict, compare=False)
+    origin: str = ""  # where the evidence came from, when that decides how far it is trusted (kernel log)
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -111,8 +112,11 @@ class SourceCoverage:
 
     def entry(self) -> dict[str, Any]:
         """The line the node collector writes into collection.yaml ``sources``."""
-        return {"source": self.source, "state": self.state, "reason": self.reason, "bytes": self.bytes,
-                "seconds": round(self.seconds, 3)}
+        entry: dict[str, Any] = {"source": self.source, "state": self.state, "reason": self.reason,
+                                 "bytes": self.bytes, "seconds": round(self.seconds, 3)}
+        if self.origin:
+            entry["origin"] = self.origin
+        return entry
 
 
 class BundleWriter(Protocol):

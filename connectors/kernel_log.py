@@ -1,15 +1,21 @@
-"""The kernel log window of a job on one node: journald, else a syslog file, else ``dmesg``.
+"""The kernel log window of a job on one node, from the sources a user cannot write first: journald's
+kernel transport, else a kernel-only syslog file, else the ring buffer (``dmesg``), and only then a
+mixed syslog file.
 
 - journald: ``journalctl -k -q -o short-iso-precise --since @S --until @E --no-pager`` prints the
-  window itself; its ISO stamps carry the zone, so the engine reads them without assumptions.
-- syslog files (``/var/log/kern.log``, ``/var/log/messages``, ``/var/log/syslog``): the window is
-  found by time-seeking (:mod:`.timeseek`), not by a scan; the rotated ``.1`` file is read too
-  when the window starts before the current file.
+  window itself (``-k`` is the match ``_TRANSPORT=kernel``: nothing a program logs); its ISO stamps
+  carry the zone, so the engine reads them without assumptions.
+- syslog files: ``/var/log/kern.log`` holds the kern facility only; ``/var/log/messages`` and
+  ``/var/log/syslog`` hold every program's lines too, and ``logger -t kernel "NVRM: Xid ..."`` writes
+  one there that looks exactly like the kernel's. The window is found by time-seeking (:mod:`.timeseek`),
+  not by a scan; the rotated ``.1`` file is read too when the window starts before the current file.
 - ``dmesg --time-format iso`` (plain ``dmesg`` when the option is refused): the ring buffer is
   small; lines are kept when their stamp falls in the window (uptimes resolved with the boot time).
 
-Lines are written exactly as the source printed them. When the window is larger than the cap,
-the tail is kept (the lines nearest the job's end).
+The coverage records the origin (:data:`slurm_attrib.bundle.KERNEL_ORIGINS`): the engine marks the lines
+of a ``mixed-file`` window ``unverified``, and unverified evidence never drains a node. Lines are written
+exactly as the source printed them. When the window is larger than the cap, the tail is kept (the lines
+nearest the job's end).
 """
 
 from __future__ import annotations
@@ -30,6 +36,13 @@ from .timeseek import read_window_rotated
 __all__ = ["DEFAULT_FILES", "KernelLogResult", "KernelLogSource"]
 
 DEFAULT_FILES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
+KERNEL_ONLY_NAMES = ("kern.log", "kernel.log")  # rsyslog's kern.* files; any other file is taken as mixed
+
+
+def file_origin(path: str) -> str:
+    """``kern-file`` for a kern-facility file, ``mixed-file`` for any other syslog file."""
+    name = path.rsplit("/", 1)[-1]
+    return "kern-file" if name in KERNEL_ONLY_NAMES else "mixed-file"
 
 
 @dataclass(frozen=True)
@@ -41,13 +54,16 @@ class KernelLogResult:
     reason: str
     seconds: float
     truncated: bool = False
+    origin: str = ""  # journald | kern-file | dmesg | mixed-file ("" when nothing was read)
 
 
 class KernelLogSource:
     """Gathers the window [start, end] of the kernel log of this node.
 
-    ``files`` are tried in order after journald; ``path`` (a single file, e.g. the emulation knob
-    ``SLURM_ATTRIB_KERNEL_LOG`` with ``{node}`` already filled in) replaces journald and the list.
+    After journald, the kern-facility ``files`` are tried in order, then the ring buffer, then the mixed
+    ones. ``path`` (a single file the configuration names as this node's kernel log, e.g. the emulation
+    knob ``SLURM_ATTRIB_KERNEL_LOG`` with ``{node}`` already filled in) replaces them all and is trusted
+    as the configuration says: a ``kern-file``.
     """
 
     name = "kernel_log"
@@ -68,29 +84,39 @@ class KernelLogSource:
         if klog.state not in ("ok", "empty"):
             return SourceCoverage(self.name, klog.state, klog.reason, seconds=klog.seconds, truncated=klog.truncated)
         return SourceCoverage(self.name, klog.state, klog.reason, (rel,), bundle.write(rel, klog.data), klog.seconds,
-                              truncated=klog.truncated)
+                              truncated=klog.truncated, origin=klog.origin)
 
     def gather(self, start: datetime, end: datetime, timeout: float, cap: int) -> KernelLogResult:
         began = time.monotonic()
         notes: list[str] = []
         if self.path:
-            return self._from_files([self.path], start, end, cap, began, notes)
+            return self._from_files([self.path], start, end, cap, began, notes, origin="kern-file")
         journal_empty = False
         if self.use_journald:
             result = self._journald(start, end, timeout, cap)
             data = _from_line_start(result.stdout) if result.truncated else result.stdout
             if result.state == "timeout" or (result.state == "ok" and data):
                 return _result(result.state, data, _note(notes, result.reason or "journalctl"), began,
-                               result.truncated)
+                               result.truncated, "journald")
             journal_empty = result.state == "ok"
             notes.append("journalctl: no kernel lines in the window" if journal_empty else result.reason)
-        found = self._from_files(list(self.files), start, end, cap, began, notes)
+        kernel_only = [p for p in self.files if file_origin(p) == "kern-file"]
+        found = self._from_files(kernel_only, start, end, cap, began, notes)
         if found.state != "skipped":
             return found
-        if journal_empty:
-            return _result("empty", b"", found.reason, began)
         left = timeout - (time.monotonic() - began)
-        return self._dmesg(start, end, left, cap, began, notes)
+        ring = self._dmesg(start, end, left, cap, began, notes)
+        if ring.state == "ok" or ring.state == "timeout":
+            return ring
+        notes.append("dmesg: no kernel lines in the window" if ring.state == "empty"
+                     else ring.reason.rsplit("; ", 1)[-1])
+        mixed = [p for p in self.files if file_origin(p) == "mixed-file"]
+        found = self._from_files(mixed, start, end, cap, began, notes)
+        if found.state != "skipped":
+            return found
+        if journal_empty or ring.state == "empty":
+            return _result("empty", b"", found.reason, began)
+        return _result(ring.state, b"", found.reason, began)
 
     def _journald(self, start: datetime, end: datetime, timeout: float, cap: int) -> CommandResult:
         argv = ["journalctl", "-k", "-q", "-o", "short-iso-precise", "--no-pager",
@@ -98,7 +124,7 @@ class KernelLogSource:
         return self.runner.run(argv, timeout, cap, keep="tail")
 
     def _from_files(self, paths: list[str], start: datetime, end: datetime, cap: int, began: float,
-                    notes: list[str]) -> KernelLogResult:
+                    notes: list[str], origin: str = "") -> KernelLogResult:
         ctx = TimeContext(window_start=start, window_end=end, boot_time=self.boot_time)
         for path in paths:
             try:
@@ -110,7 +136,7 @@ class KernelLogSource:
                 reason = "symbolic link; not followed" if getattr(exc, "errno", 0) == 40 else str(exc)
                 return _result("error", b"", _note(notes, f"{path}: {reason}"), began)
             return _result("ok" if data else "empty", data, _note(notes, "read " + " + ".join(read)),
-                           began, truncated)
+                           began, truncated, origin or file_origin(path))
         return _result("skipped", b"", "; ".join(notes), began)
 
     def _dmesg(self, start: datetime, end: datetime, timeout: float, cap: int, began: float,
@@ -123,7 +149,7 @@ class KernelLogSource:
         ctx = TimeContext(window_start=start, window_end=end, boot_time=self.boot_time)
         kept = _in_window(result.stdout, start, end, ctx, cap)
         return _result("ok" if kept.size else "empty", kept.getvalue(), _note(notes, "dmesg"), began,
-                       kept.truncated or result.truncated)
+                       kept.truncated or result.truncated, "dmesg")
 
 
 def _in_window(data: bytes, start: datetime, end: datetime, ctx: TimeContext, cap: int) -> TailBuffer:
@@ -154,7 +180,8 @@ def _note(notes: list[str], last: str) -> str:
     return "; ".join([*notes, last.strip()])
 
 
-def _result(state: str, data: bytes, reason: str, began: float, truncated: bool = False) -> KernelLogResult:
+def _result(state: str, data: bytes, reason: str, began: float, truncated: bool = False,
+            origin: str = "") -> KernelLogResult:
     if truncated:
         reason += "; window larger than the cap, tail kept"
-    return KernelLogResult(state, data, reason, time.monotonic() - began, truncated)
+    return KernelLogResult(state, data, reason, time.monotonic() - began, truncated, origin)

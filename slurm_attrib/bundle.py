@@ -76,9 +76,16 @@ class Bundle:
     files: list[BundleFile]
     node_facts: dict[str, NodeFacts]
     problems: list[str] = field(default_factory=list)
+    kernel_origins: dict[str, str] = field(default_factory=dict)  # node -> KERNEL_ORIGIN_* (collection/NODE.yaml)
 
     def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:
         return self.node_facts.get(node) if node else None
+
+    def kernel_origin(self, node: Optional[str]) -> str:
+        """Where the collector took ``node``'s kernel log from (:data:`KERNEL_ORIGINS`); ``""`` when the
+        bundle holds no collection record for it (a bundle made by hand), ``"unrecorded"`` when the record
+        predates origins (a collector that may have read a mixed syslog file)."""
+        return self.kernel_origins.get(node, "") if node else ""
 
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:
@@ -93,7 +100,36 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         problems.append(f"{JOB_FILE}: expected a mapping, got {type(raw).__name__}")
     node_facts = _load_node_facts(root, problems)
     files = _list_files(root, job, problems)
-    return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems)
+    return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems,
+                  kernel_origins=_load_kernel_origins(root, problems))
+
+
+# Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
+# The first three hold only what the kernel wrote; a mixed syslog file (/var/log/messages, /var/log/syslog)
+# also holds what any local program sends to syslog, so its kernel-tagged lines are unverified.
+KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file")
+TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "kern-file")
+
+
+def _load_kernel_origins(root: Path, problems: list[str]) -> dict[str, str]:
+    """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
+    that node's kernel log; a record without one says ``unrecorded``."""
+    origins: dict[str, str] = {}
+    folder = root / "collection"
+    if not folder.is_dir() or folder.is_symlink():
+        return origins
+    for path in sorted(folder.iterdir()):
+        if path.suffix not in (".yaml", ".yml"):
+            continue
+        raw = _read_yaml(path, problems)
+        sources = raw.get("sources") if isinstance(raw, dict) else None
+        origin = "unrecorded"
+        for entry in sources if isinstance(sources, list) else ():
+            if isinstance(entry, dict) and entry.get("source") == "kernel_log":
+                value = _text(entry.get("origin"))
+                origin = value if value in KERNEL_ORIGINS else "unrecorded"
+        origins[path.stem] = origin
+    return origins
 
 
 def _read_yaml(path: Path, problems: list[str]) -> Any:

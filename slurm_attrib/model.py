@@ -133,6 +133,13 @@ class JobFacts:
         }
 
 
+TRUST_KERNEL = "kernel"  # a line only the kernel can have written (journald's kernel transport, kern.log, dmesg)
+TRUST_UNVERIFIED = "unverified"  # reads like the kernel's, but a local program could have written it
+# Evidence that may drain a node: kernel lines only the kernel wrote, and what the collector's GPU tools
+# measured (metrics/). Application logs are the user's; diag/ holds tool output someone pasted.
+TRUSTED_SOURCES = ("metrics",)
+
+
 @dataclass(frozen=True)
 class EvidenceRef:
     """Where a symptom's raw line is: file inside the bundle, 1-based line, byte offset."""
@@ -144,12 +151,13 @@ class EvidenceRef:
     offset: int
     time: Optional[datetime]
     raw: str
+    trust: str = ""  # kernel lines: TRUST_KERNEL or TRUST_UNVERIFIED; "" for sources whose name says it
 
     def sort_key(self) -> tuple[str, int]:
         return (self.file, self.line)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "source": self.source,
             "node": self.node,
             "file": self.file,
@@ -158,6 +166,9 @@ class EvidenceRef:
             "time": iso(self.time),
             "raw": self.raw,
         }
+        if self.trust:
+            out["trust"] = self.trust
+        return out
 
 
 @dataclass

@@ -1,5 +1,11 @@
 """Opt-in remediation: drain the culprit node of an ``attributed`` infrastructure verdict.
 
+Only evidence a user cannot have written drains: the root cause must rest on a kernel line the kernel
+wrote (``trust: kernel``) or on the collector's GPU telemetry. An application's own report of a hardware
+error, or a kernel-looking line from a mixed syslog file (``trust: unverified``), may explain a verdict
+but never drains. Nor does an event that one of our drains of that node already answered: after an
+admin resumes the node, only a new event drains it again.
+
 Off by default (``remediation.drain: false``) and dry-run by default when on. Caps: at most
 ``max_nodes_per_hour`` drains in any hour and at most ``max_partition_percent`` of a partition's nodes
 drained by us at once (rounded down, so a small partition may allow none). Every drain is recorded in a
@@ -19,6 +25,7 @@ from typing import Any, Optional
 
 from .config import RemediationConfig
 from .errors import AttribError
+from .model import SOURCE_KERNEL, TRUST_KERNEL, TRUSTED_SOURCES
 from .slurm.base import SlurmAccess
 from .slurm.errors import SlurmError
 
@@ -94,13 +101,16 @@ class Remediator:
             return f"verdict is {diag.get('status')}/{diag.get('responsible')}, not attributed/infrastructure"
         if diag.get("category") not in self.config.categories:
             return f"category {diag.get('category')} is not in remediation.categories"
-        return ""
+        return _evidence_gate(diag)
 
     def _one(self, node: str, diag: dict[str, Any], partition: str, job_ref: str, now: datetime) -> Decision:
         reason = drain_reason(diag, job_ref)
         notes = " ".join(str(a) for a in diag.get("annotations") or [])
         if self.config.require_repeat_offender and f"repeat offender: {node}" not in notes:
             return Decision(node, "skipped", "not a repeat offender (remediation.require_repeat_offender)", reason)
+        answered = self._answered(node, diag)
+        if answered:
+            return Decision(node, "skipped", answered, reason)
         capped = self._cap(partition, now)
         if capped:
             return Decision(node, "skipped", capped, reason)
@@ -118,6 +128,19 @@ class Remediator:
                        "reason": reason, "resumed": False})
         self.ledger.save(drains)
         return Decision(node, "drained", "attributed infrastructure fault", reason)
+
+    def _answered(self, node: str, diag: dict[str, Any]) -> str:
+        """Why this event needs no drain: one of our drains of ``node`` came at or after it (the admin
+        who resumed the node since has dealt with it); "" when none did or the event has no time."""
+        event = _time((diag.get("root_cause") or {}).get("time"))
+        if event is None:
+            return ""
+        for drain in sorted(self.ledger.load(), key=lambda d: str(d.get("time"))):
+            drained = _time(drain.get("time"))
+            if drain.get("node") == node and drained is not None and _comparable(drained, event) >= event:
+                return (f"the event ({event.isoformat()}) predates our drain of {node} at {drained.isoformat()} "
+                        f"(job {drain.get('job')}): already remediated; only a new event drains it again")
+        return ""
 
     def _cap(self, partition: str, now: datetime) -> str:
         drains = self.ledger.load()
@@ -151,7 +174,29 @@ class Remediator:
         return Decision(node, "resumed", "drained by slurm-attrib", info.reason)
 
 
+def _evidence_gate(diag: dict[str, Any]) -> str:
+    """"" when the root cause rests on at least one line a user cannot have written, else why not."""
+    evidence = (diag.get("root_cause") or {}).get("evidence") or []
+    for item in evidence:
+        source = item.get("source") if isinstance(item, dict) else None
+        if source in TRUSTED_SOURCES or (source == SOURCE_KERNEL and item.get("trust") == TRUST_KERNEL):
+            return ""
+    kinds = sorted({f"{i.get('source')}{'/' + str(i.get('trust')) if i.get('trust') else ''}"
+                    for i in evidence if isinstance(i, dict)}) or ["none"]
+    return (f"the root cause rests on evidence a user could have written ({', '.join(kinds)}): it may explain "
+            "the verdict, but only kernel lines the kernel wrote or the collector's GPU telemetry drain a node")
+
+
+def _comparable(value: datetime, like: datetime) -> datetime:
+    """``value`` with ``like``'s awareness (ledgers written before times carried a zone hold naive UTC)."""
+    if (value.tzinfo is None) == (like.tzinfo is None):
+        return value
+    return value.replace(tzinfo=like.tzinfo) if value.tzinfo is None else value.replace(tzinfo=None)
+
+
 def _time(value: Any) -> Optional[datetime]:
+    if value in (None, ""):
+        return None
     try:
         return datetime.fromisoformat(str(value))
     except ValueError:

@@ -34,7 +34,7 @@ EMIT_KEYS = ("kind", "kinds", "role", "category", "responsible", "strength", "su
 SYMPTOM_WHEN_KEYS = ("kind", "role", "category", "source", "fields", "regex")
 WHEN_KEYS: dict[str, tuple[str, ...]] = {
     "filter": SYMPTOM_WHEN_KEYS,
-    "post_outcome": ("status", "category", "responsible", "root"),
+    "post_outcome": ("status", "category", "responsible", "culprit", "root"),
 }
 
 

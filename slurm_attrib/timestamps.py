@@ -60,6 +60,7 @@ class ParsedStamp:
     host: str | None
     uptime: float | None
     assumptions: tuple[str, ...]
+    tag: str | None = None  # the syslog program tag (``kernel``, ``alice[4242]``) where the format has one
 
 
 # --- regular expressions (compiled once) -------------------------------------------------------------
@@ -272,9 +273,10 @@ def _stamp(
     notes: tuple[str, ...] = (),
     host: str | None = None,
     uptime: float | None = None,
+    tag: str | None = None,
 ) -> ParsedStamp:
     """Build the result: the message is whatever follows the matched prefix in the full line."""
-    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, tuple(sorted(set(notes))))
+    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, tuple(sorted(set(notes))), tag)
 
 
 def _uptime_of(m: re.Match[str]) -> float | None:
@@ -351,7 +353,7 @@ def _h_iso_host(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | 
         return None
     precise_rfc3339 = m["f"] is not None and (":" in m["off"] or m["off"] in ("Z", "z"))
     fmt = "rfc3339" if precise_rfc3339 else "journal_short_iso"
-    return _stamp(fmt, m, line, resolved[0], resolved[1], host=m["host"], uptime=_uptime_of(m))
+    return _stamp(fmt, m, line, resolved[0], resolved[1], host=m["host"], uptime=_uptime_of(m), tag=m["tag"])
 
 
 def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
@@ -362,7 +364,7 @@ def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | N
         return None
     fmt = "rfc3164" if m["f"] is None else "journal_short_precise"
     host = m["host"] if m["host"] is not None else m["bare"]
-    return _stamp(fmt, m, line, resolved[0], resolved[1], host=host, uptime=_uptime_of(m))
+    return _stamp(fmt, m, line, resolved[0], resolved[1], host=host, uptime=_uptime_of(m), tag=m["tag"])
 
 
 def _h_glog(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:

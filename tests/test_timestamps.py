@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -234,7 +235,7 @@ def test_formats(
     assumptions: tuple[str, ...],
 ) -> None:
     parsed = parse_line_time(line, ctx)
-    assert parsed == ParsedStamp(
+    assert dataclasses.replace(parsed, tag=None) == ParsedStamp(
         time=_utc(expected) if expected else None,
         message=message,
         fmt=fmt,
@@ -244,6 +245,20 @@ def test_formats(
     )
     if parsed.time is not None:
         assert parsed.time.tzinfo is UTC
+
+
+@pytest.mark.parametrize(("line", "tag", "message"), [
+    ("Nov 20 10:30:00 node-01 kernel: NVRM: Xid 79", "kernel", "NVRM: Xid 79"),
+    ("Nov 20 10:30:00 node-01 alice[4242]: NVRM: Xid 79", "alice[4242]", "NVRM: Xid 79"),
+    ("Nov 20 10:30:00 node-01 NVRM: Xid 79", "NVRM", "Xid 79"),  # no tag: the message's first word reads as one
+    ("2026-11-20T10:30:00.000001+00:00 node-01 kernel: [ 12.5] NVRM: Xid 79", "kernel", "NVRM: Xid 79"),
+    ("Nov 20 10:30:00 node-01 mlx5_core 0000:3b:00.0: fatal", None, "mlx5_core 0000:3b:00.0: fatal"),
+    ("[  12.500000] NVRM: Xid 79", None, "NVRM: Xid 79"),
+])
+def test_syslog_tag_names_the_program_that_wrote_the_line(line: str, tag: str | None, message: str) -> None:
+    """The engine refuses kernel text that follows another program's tag (`logger` output)."""
+    parsed = parse_line_time(line, TimeContext(window_start=_utc("2026-11-20T10:00:00Z")))
+    assert (parsed.tag, parsed.message) == (tag, message)
 
 
 # --- lines that carry no (supported) stamp -------------------------------------------------------------

@@ -7,15 +7,24 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..bundle import BundleFile
-from ..model import RAW_LINE_CAP, SOURCE_APP, Coverage, EvidenceRef, Symptom
+from ..bundle import TRUSTED_KERNEL_ORIGINS, BundleFile
+from ..model import (
+    RAW_LINE_CAP,
+    SOURCE_APP,
+    SOURCE_KERNEL,
+    TRUST_KERNEL,
+    TRUST_UNVERIFIED,
+    Coverage,
+    EvidenceRef,
+    Symptom,
+)
 from ..ruleset import Rule
 from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream
 from ..timestamps import ParsedStamp, TimeContext, format_utc
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
-from .nodes import resolve_node, resolve_peer
+from .nodes import match_node, resolve_node, resolve_peer
 from .ranks import Stream, global_rank, split_rank, stream_key
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
@@ -115,6 +124,7 @@ class Extractor:
             stats.error = f"cannot read: {exc.strerror or exc}"
         stats.symptom_lines = handler.symptom_lines
         _record_stats(cov, bf, stats, handler.found)
+        cov.notes.extend(handler.refused.notes(bf.rel))
         ctx.scan.add(stats)
 
 
@@ -162,6 +172,56 @@ class EmitPlan:
                    decoder=str(decoder) if decoder else None)
 
 
+class KernelLines:
+    """Whether a kernel-rule match is the kernel's word about this file's node, and how far it is trusted.
+
+    A syslog line names the program that wrote it (``host tag: message``). The kernel's tag is ``kernel``;
+    a kernel message whose first word reads as a tag (``node-01 NVRM: Xid ...``, from a forwarder that
+    dropped it) has the match starting inside that "tag". Text a rule matches *after* another program's
+    tag (``alice[4242]: NVRM: Xid ...``, what ``logger`` writes) is that program's, not the kernel's: refused.
+    A line whose host is another node of the job, inside a file of one node, is not about that node: refused.
+    What is kept is ``kernel`` when only the kernel can have written it (a dmesg line, or a ``kernel:`` line
+    in a kernel-only source), else ``unverified``: a tagless line, or any line of a mixed syslog file."""
+
+    def __init__(self, ctx: EngineContext, bf: BundleFile) -> None:
+        self.nodes = ctx.job.nodes
+        self.own = bf.node if bf.node in ctx.job.nodes else None
+        origin = ctx.bundle.kernel_origin(bf.node)
+        self.trusted_file = origin == "" or origin in TRUSTED_KERNEL_ORIGINS  # "": a bundle made by hand
+        self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
+
+    def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int) -> Optional[str]:
+        """TRUST_KERNEL or TRUST_UNVERIFIED, or None (refused; counted for the coverage notes)."""
+        tag = stamp.tag
+        verified = self.trusted_file
+        if stamp.fmt in SYSLOG_FORMATS and tag != "kernel":
+            if tag is not None and match_start >= len(text) - len(stamp.message):
+                self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
+                return None
+            verified = False  # no tag, or the kernel's own text where a tag belongs (`logger -t NVRM` too)
+        if self.own and isinstance(stamp.host, str):
+            named = match_node(self.nodes, stamp.host)
+            if named is not None and named != self.own:
+                self._refuse(f"host {named} named inside {self.own}'s log", line)
+                return None
+        return TRUST_KERNEL if verified else TRUST_UNVERIFIED
+
+    def _refuse(self, reason: str, line: Line) -> None:
+        seen = self.counts.setdefault(reason, [0, line.lineno])
+        seen[0] += 1
+
+    def notes(self, rel: str) -> list[str]:
+        return [f"{rel}: {count} kernel-looking line(s) refused as evidence: {reason} (first: line {first})"
+                for reason, (count, first) in sorted(self.counts.items())]
+
+
+SYSLOG_FORMATS = ("rfc3164", "journal_short_precise", "journal_short_iso", "rfc3339")  # host tag: message
+
+
+def _short(text: str) -> str:
+    return repr(text[:40])
+
+
 class _LineHandler:
     """Called for every prefilter hit of one file."""
 
@@ -169,6 +229,8 @@ class _LineHandler:
                  plans: Optional[dict[str, EmitPlan]] = None) -> None:
         self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
         self.plans = plans or {}
+        self.refused = KernelLines(ctx, bf)
+        self.kernel = bf.source == SOURCE_KERNEL
         self.stamps = LineStamps(timectx)
         self.found = 0
         self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
@@ -201,13 +263,18 @@ class _LineHandler:
                 continue
             if stamp is None:
                 stamp = self._stamp(line, text, stream)
+            trust = ""
+            if self.kernel:
+                trust = self.refused.trust(line, text, stamp, match.start()) or ""
+                if not trust:
+                    continue
             groups = match.groupdict()
             if "time taken from a preceding line" in stamp.assumptions:
                 upper = next_time(line, stream, self.timectx, self.stamps)
                 groups["time_inferred"] = "preceding line"
                 if upper is not None:
                     groups["time_upper"] = format_utc(upper)
-            self._emit(rule, line, text, stream, stamp, groups)
+            self._emit(rule, line, text, stream, stamp, groups, trust)
 
     def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
         stamp = self.stamps.stamp(text)
@@ -217,12 +284,12 @@ class _LineHandler:
             inferred = self._infer(line, stream)
             if inferred is not None:
                 return ParsedStamp(time=inferred.time, message=stamp.message, fmt=stamp.fmt, host=stamp.host,
-                                   uptime=stamp.uptime,
+                                   uptime=stamp.uptime, tag=stamp.tag,
                                    assumptions=(*inferred.assumptions, "time taken from a preceding line"))
         return stamp
 
     def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
-              groups: dict[str, Any]) -> None:
+              groups: dict[str, Any], trust: str = "") -> None:
         fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
         rank, local = global_rank(stream, self.bf.node, self.ctx.job)
         if rank is None and isinstance(fields.get("rank"), int):
@@ -232,7 +299,7 @@ class _LineHandler:
         node = resolve_node(self.ctx, self.bf.node, rank if local is None or rank is not None else None,
                             fields.get("host"))
         evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
-                               offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP])
+                               offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP], trust=trust)
         plan = self.plans.get(rule.id) or EmitPlan.of(rule)
         sym = Symptom(kind=plan.kind, rule_id=rule.id, node=node, time=stamp.time, evidence=[evidence], rank=rank,
                       fields=fields, role=plan.role, category=plan.category, responsible=plan.responsible,

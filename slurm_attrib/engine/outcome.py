@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ..errors import RuleError
-from ..model import Symptom
+from ..model import SOURCE_APP, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
@@ -226,6 +226,8 @@ def run_declarative_post(ctx: EngineContext, rule_: Rule) -> int:
     for key in ("status", "category", "responsible"):
         if key in when and getattr(outcome, key) not in _listed(when[key]):
             return 0
+    if "culprit" in when and bool(outcome.culprit_nodes) != bool(when["culprit"]):
+        return 0
     root_when = when.get("root")
     if root_when and (outcome.root is None or not matches_when(root_when, outcome.root)):
         return 0
@@ -249,6 +251,36 @@ def root_actions(ctx: EngineContext, rule_: Rule) -> int:
         return 0
     ctx.outcome.actions = [*root.actions, *(a for a in ctx.outcome.actions if a not in root.actions)]
     return 1
+
+
+@rule("post.application_reported")
+def application_reported(ctx: EngineContext, rule_: Rule) -> int:
+    """An infrastructure root cause whose every evidence line is the application's: say so, with where
+    the rank ran, and put the confirmation first among the next steps."""
+    root = ctx.outcome.root
+    if root is None or root.responsible != "infrastructure" or not root.evidence \
+            or any(e.source != SOURCE_APP for e in root.evidence):
+        return 0
+    where = _rank_location(root)
+    ctx.outcome.annotations.append(
+        f"reported by the application only ({where}): no kernel line or GPU telemetry in the bundle confirms "
+        "a hardware fault, so it never drains a node by itself")
+    if root.node:
+        action = (f"confirm on {root.node} before draining it: its kernel log for an Xid around "
+                  f"{iso(root.time) or 'the failure'} and nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT")
+        ctx.outcome.actions = [action, *(a for a in ctx.outcome.actions if a != action)]
+    return 1
+
+
+def _rank_location(sym: Symptom) -> str:
+    parts = [f"rank {sym.rank}" if sym.rank is not None else "rank unknown",
+             f"on {sym.node}" if sym.node else "node not named in the evidence"]
+    local = sym.fields.get("local_rank")
+    if sym.gpu:
+        parts.append(f"gpu {sym.gpu}")
+    elif isinstance(local, int):
+        parts.append(f"local rank {local} (the GPU its CUDA_VISIBLE_DEVICES gave it)")
+    return ", ".join(parts)
 
 
 @rule("post.repeat_offender")

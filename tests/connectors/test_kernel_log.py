@@ -48,15 +48,46 @@ def test_journald_huge_output_keeps_the_tail_from_a_line_start() -> None:
 
 
 def test_no_journalctl_reads_the_first_existing_file(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
     kern = tmp_path / "kern.log"
     _syslog(kern)
-    source = KernelLogSource(FakeRunner({}), files=(str(tmp_path / "missing.log"), str(kern)))
+    source = KernelLogSource(FakeRunner({}), files=(str(tmp_path / "a" / "kern.log"), str(kern)))
     result = source.gather(START, END, 3, 1 << 20)
-    assert result.state == "ok"
+    assert result.state == "ok" and result.origin == "kern-file"
     assert XID.encode() in result.data
     first, last = result.data.splitlines()[0], result.data.splitlines()[-1]
     assert first.startswith(b"Nov 20 09:12:00") and last.startswith(b"Nov 20 09:20:00")
-    assert "journalctl: not found" in result.reason and "missing.log: not found" in result.reason
+    assert "journalctl: not found" in result.reason and "a/kern.log: not found" in result.reason
+
+
+def test_kernel_only_sources_come_before_a_mixed_file(tmp_path: Path) -> None:
+    """/var/log/messages holds what `logger -t kernel` writes: it is read only when journald, kern.log and
+    the ring buffer have nothing, and its origin says so (the engine then marks its lines unverified)."""
+    messages = tmp_path / "messages"
+    _syslog(messages)
+    ring = f"2026-11-20T09:16:08,578973+00:00 {XID}\n".encode()
+    with_ring = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": ring}), files=(str(messages),))
+    result = with_ring.gather(START, END, 3, 1 << 20)
+    assert result.state == "ok" and result.origin == "dmesg" and result.data == ring
+    without = KernelLogSource(FakeRunner({"journalctl": b""}), files=(str(messages),)).gather(START, END, 3, 1 << 20)
+    assert without.state == "ok" and without.origin == "mixed-file" and XID.encode() in without.data
+    assert "journalctl: no kernel lines in the window" in without.reason
+
+
+def test_the_origin_reaches_collection_yaml(tmp_path: Path) -> None:
+    from slurm_attrib.connectors.base import Limits, Window, Workload
+
+    messages = tmp_path / "messages"
+    _syslog(messages)
+
+    class Writer:
+        def write(self, rel: str, data: bytes) -> int:
+            return len(data)
+
+    source = KernelLogSource(FakeRunner({"journalctl": b""}), files=(str(messages),))
+    coverage = source.collect(Workload(cluster="c", job_id="7", node="node-02"), Window(START, END), Writer(),
+                              Limits(3, 1 << 20))
+    assert coverage.entry()["origin"] == "mixed-file"
 
 
 def test_empty_journal_falls_back_to_files_then_reports_empty(tmp_path: Path) -> None:

@@ -45,12 +45,14 @@ def _ctl(job: str, state: str, nodes: tuple[str, ...], std_out: str = "", exit_c
                          **kw)  # type: ignore[arg-type]
 
 
-def _node_bundle(spool: Path, key: str, node: str, kern: str = "", sources_state: str = "ok") -> None:
+def _node_bundle(spool: Path, key: str, node: str, kern: str = "", sources_state: str = "ok",
+                 origin: str = "journald") -> None:
     d = spool / "nodes" / key / node
     (d / "syslog").mkdir(parents=True)
     (d / "syslog" / f"{node}.log").write_text(kern)
     (d / "collection.yaml").write_text(yaml.safe_dump(
-        {"sources": [{"source": "kernel_log", "state": sources_state, "reason": "", "bytes": len(kern)}]}))
+        {"sources": [{"source": "kernel_log", "state": sources_state, "reason": "", "bytes": len(kern),
+                      **({"origin": origin} if origin else {})}]}))
 
 
 def _finalizer(tmp_path: Path, engine: Engine, slurm: FakeSlurm, store: FakeStore, **fin: object) -> Finalizer:
@@ -248,6 +250,27 @@ def test_remediation_drains_an_attributed_gpu_fault(tmp_path: Path, engine: Engi
                                 slurm, DrainLedger(tmp_path / "drains.json"))
     fin.step(T0 + timedelta(seconds=1))
     assert slurm.drained["node-02"].startswith("slurm-attrib: gpu_hardware xid 79 job 14")
+
+
+@pytest.mark.parametrize("origin", ["mixed-file", ""])
+def test_a_kernel_line_a_user_could_have_written_never_drains(tmp_path: Path, engine: Engine, origin: str) -> None:
+    """The same Xid from /var/log/messages (where `logger -t kernel` writes), or from a collector that did
+    not record where it read: the verdict stands, marked unverified, and the node stays up."""
+    nodes = ("node-01", "node-02")
+    hooks.enqueue("epilog_slurmctld", _ctld_env("15", "node-[01-02]"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"15": _ctl("15", "FAILED", nodes)}, acct={"15": [_acct("15", "FAILED", "1:0", nodes)]})
+    _node_bundle(tmp_path, "c_15_0", "node-01")
+    _node_bundle(tmp_path, "c_15_0", "node-02", "2026-12-02T11:59:58+00:00 node-02 kernel: NVRM: Xid "
+                 "(PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n", origin=origin)
+    store = FakeStore()
+    fin = _finalizer(tmp_path, engine, slurm, store)
+    fin.remediator = Remediator(RemediationConfig(drain=True, dry_run=False, max_partition_percent=50),
+                                slurm, DrainLedger(tmp_path / "drains.json"))
+    fin.step(T0 + timedelta(seconds=1))
+    diag = store.recorded[-1]
+    assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-02"]
+    assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert slurm.drained == {}
 
 
 @pytest.mark.parametrize("state", ["ok", "timeout"])

@@ -19,7 +19,8 @@ from .fakes import FakeSlurm
 DUMPS = Path(__file__).resolve().parents[1] / "slurm" / "data"
 DIAG = {"status": "attributed", "category": "gpu_hardware", "responsible": "infrastructure",
         "culprit_nodes": ["node-02"], "annotations": [],
-        "root_cause": {"kind": "xid", "gpu": "0000:3B:00", "fields": {"code": 79}}}
+        "root_cause": {"kind": "xid", "gpu": "0000:3B:00", "fields": {"code": 79}, "time": "2026-12-02T11:00:00Z",
+                       "evidence": [{"source": "kernel", "trust": "kernel", "node": "node-02"}]}}
 
 
 def test_segment_is_short_lower_case_and_safe() -> None:
@@ -144,3 +145,33 @@ def test_never_resumes_a_node_it_did_not_drain(tmp_path: Path) -> None:
     slurm.drained["node-02"] = "slurm-attrib: gpu_hardware xid 79 job 1"
     assert rem.resume("node-02", NOW).action == "resumed" and "node-02" not in slurm.drained
     assert slurm.drained == {"node-01": "admin: bad dimm"}
+
+
+@pytest.mark.parametrize("evidence", [
+    [{"source": "app", "node": "node-02"}],  # `CUDA error: uncorrectable ECC error` printed by the job
+    [{"source": "kernel", "trust": "unverified", "node": "node-02"}],  # a kernel-tagged line in /var/log/messages
+    [{"source": "kernel", "node": "node-02"}],  # no trust recorded: never assumed
+    [{"source": "diag", "node": "node-02"}],  # tool output someone pasted into the bundle
+    [],
+])
+def test_only_evidence_a_user_cannot_write_drains(tmp_path: Path, evidence: list[dict[str, str]]) -> None:
+    slurm = FakeSlurm()
+    diag = {**DIAG, "root_cause": {**DIAG["root_cause"], "evidence": evidence}}  # type: ignore[dict-item]
+    decision = _remediator(tmp_path, slurm).consider(diag, "debug", "1", NOW)[0]
+    assert decision.action == "skipped" and "a user could have written" in decision.why and slurm.drained == {}
+    telemetry = {**DIAG, "root_cause": {**DIAG["root_cause"], "evidence": [  # type: ignore[dict-item]
+        *evidence, {"source": "metrics", "node": "node-02"}]}}
+    assert _remediator(tmp_path / "m", slurm).consider(telemetry, "debug", "1", NOW)[0].action == "drained"
+
+
+def test_an_event_one_of_our_drains_answered_never_drains_again(tmp_path: Path) -> None:
+    """Xid at 11:00, drained for job 1; the admin resumes the node; job 2's bundle still carries the
+    11:00 line (the Epilog ships the last hour): no second drain. A new Xid at 12:30 drains again."""
+    slurm = FakeSlurm()
+    rem = _remediator(tmp_path, slurm, max_partition_percent=100.0)
+    assert rem.consider(DIAG, "debug", "1", NOW)[0].action == "drained"
+    del slurm.drained["node-02"]  # scontrol update nodename=node-02 state=resume, by the admin
+    again = rem.consider(DIAG, "debug", "2", NOW + timedelta(minutes=20))[0]
+    assert again.action == "skipped" and "already remediated" in again.why and "node-02" not in slurm.drained
+    fresh = {**DIAG, "root_cause": {**DIAG["root_cause"], "time": (NOW + timedelta(minutes=30)).isoformat()}}
+    assert rem.consider(fresh, "debug", "3", NOW + timedelta(minutes=40))[0].action == "drained"

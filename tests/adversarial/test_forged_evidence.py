@@ -1,0 +1,94 @@
+"""Issue 11 §1: evidence has a trust level, and only evidence a user cannot write can blame a node.
+
+Each test builds the bundle a hostile user or a broken node could produce and runs the real
+``slurm-attrib diagnose`` process on it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen off the bus."
+JOB = {"job_id": "101", "cluster": "c1", "user": "alice", "nodes": ["node-01", "node-02"],
+       "start": "2026-11-20T10:00:00Z", "end": "2026-11-20T11:00:00Z", "state": "FAILED", "exit_code": "1:0",
+       "gpus_per_node": 8}
+APP = ("0: [rank0]:[E1120 10:31:00.000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+       "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600012 milliseconds before timing out.\n")
+
+
+def _bundle(root: Path, syslog: dict[str, str], origins: Optional[dict[str, str]] = None,
+            app: str = APP, job: Optional[dict[str, Any]] = None) -> Path:
+    (root / "syslog").mkdir(parents=True)
+    (root / "applog").mkdir()
+    (root / "job.yaml").write_text(yaml.safe_dump(job or JOB))
+    (root / "applog" / "job.out").write_text(app)
+    for name, text in syslog.items():
+        (root / "syslog" / name).write_text(text)
+    for node, origin in (origins or {}).items():
+        (root / "collection").mkdir(exist_ok=True)
+        (root / "collection" / f"{node}.yaml").write_text(yaml.safe_dump(
+            {"sources": [{"source": "kernel_log", "state": "ok", "origin": origin}]}))
+    return root
+
+
+def _diagnose(bundle: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "slurm_attrib.cli", "diagnose", "--no-site-rules", "--format",
+                           "json", "--bundle", str(bundle)], capture_output=True, text=True, check=True, timeout=120)
+    return dict(json.loads(done.stdout))
+
+
+def _notes(diag: dict[str, Any]) -> str:
+    return "\n".join(n for c in diag["coverage"] for n in c["notes"])
+
+
+def test_a_logger_line_in_a_syslog_file_is_not_kernel_evidence(tmp_path: Path) -> None:
+    """`logger "NVRM: Xid ..."` from the job: rsyslog writes it under the user's tag; before, it made
+    `attributed gpu_hardware node-01`."""
+    forged = f"Nov 20 10:30:00 node-01 alice[4242]: {XID79}\nNov 20 10:30:01 node-01 alice: {XID79}\n"
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": forged}))
+    assert diag["status"] != "attributed" and diag["culprit_nodes"] == []
+    assert not any(e["source"] == "kernel" for e in diag["evidence"])
+    notes = _notes(diag)
+    assert "syslog/node-01.log: 1 kernel-looking line(s) refused as evidence: written by a program (tag " \
+           "'alice[4242]')" in notes and "(tag 'alice')" in notes
+
+
+def test_a_kernel_tagged_line_from_a_mixed_file_explains_but_is_unverified(tmp_path: Path) -> None:
+    """`logger -t kernel` into /var/log/messages reads exactly like the kernel: the collector recorded
+    that the window came from a mixed file, so the line may explain the verdict but is marked unverified
+    (and the remediation gate refuses to drain on it: tests/finalizer)."""
+    line = f"Nov 20 10:30:00 node-01 kernel: {XID79}\n"
+    mixed = _diagnose(_bundle(tmp_path / "mixed", {"node-01.log": line}, {"node-01": "mixed-file"}))
+    assert mixed["status"] == "attributed" and mixed["root_cause"]["evidence"][0]["trust"] == "unverified"
+    kernel = _diagnose(_bundle(tmp_path / "journald", {"node-01.log": line}, {"node-01": "journald"}))
+    assert kernel["root_cause"]["evidence"][0]["trust"] == "kernel"
+    legacy = _diagnose(_bundle(tmp_path / "legacy", {"node-01.log": line}, {"node-01": "something-else"}))
+    assert legacy["root_cause"]["evidence"][0]["trust"] == "unverified"
+
+
+def test_a_line_naming_another_node_is_not_evidence_about_this_one(tmp_path: Path) -> None:
+    """node-01's log carrying a line whose host is node-02: neither node is blamed on it."""
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"Nov 20 10:30:00 node-02 kernel: {XID79}\n"},
+                             {"node-01": "journald"}))
+    assert diag["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in diag["evidence"])
+    assert "host node-02 named inside node-01's log" in _notes(diag)
+
+
+def test_a_tagless_kernel_message_still_counts_but_unverified(tmp_path: Path) -> None:
+    """A forwarder that drops the `kernel:` tag (`node-01 NVRM: Xid ...`): the text is the kernel's, but
+    `logger -t NVRM` writes the same bytes, so it is unverified."""
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"Nov 20 10:30:00 node-01 {XID79}\n"}, {"node-01": "journald"}))
+    assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-01"]
+    assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+
+
+def test_ring_buffer_lines_are_the_kernels(tmp_path: Path) -> None:
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"2026-11-20T10:30:00,000000+00:00 {XID79}\n"},
+                             {"node-01": "dmesg"}))
+    assert diag["culprit_nodes"] == ["node-01"] and diag["root_cause"]["evidence"][0]["trust"] == "kernel"
