@@ -8,10 +8,11 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from ..model import Symptom
+from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
 from ..timestamps import format_utc
 from .context import EngineContext
+from .params import str_list
 from .registry import rule
 from .timeinfer import latest_time
 
@@ -76,6 +77,50 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
         ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
                          + (f"; {'; '.join(zones)}" if zones else ""))
     return sum(dropped.values())
+
+
+@rule("filter.pre_start_event")
+def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
+    """Keep an infrastructure fault from before the job's start only when the job met it (see the rule's
+    description); a kept one is marked ``pre_existing``."""
+    start = ctx.window_start if ctx.window_source == "job" else None
+    if start is None:
+        return 0
+    kinds = set(str_list(rule_, "met_by_kinds"))
+    categories = set(str_list(rule_, "met_by_categories"))
+    start -= timedelta(seconds=float(rule_.params.get("start_grace_s", 10)))
+    count = 0
+    for sym in ctx.symptoms:
+        if sym.time is None or sym.time >= start or sym.responsible != "infrastructure" \
+                or sym.role != "candidate" or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
+            continue
+        early = format_utc(sym.time)
+        met = _job_met(ctx, sym, kinds, categories)
+        if met:
+            sym.fields["pre_existing"] = True
+            sym.notes.append(f"pre-existing fault: {early}, before the job started; the job met it ({met})")
+        elif sym.dropped is None:
+            sym.dropped = (f"before the job started ({early}) and the job shows no sign of meeting it "
+                           "(no GPU error of its own on that node, and the node became usable)")
+            count += 1
+        elif sym.fields.pop("near_window", None):
+            sym.notes.append("before the job started, and the job shows no sign of meeting it: not a candidate")
+    return count
+
+
+def _job_met(ctx: EngineContext, fault: Symptom, kinds: set[str], categories: set[str]) -> str:
+    """How the job shows it met ``fault`` (a few words), or "" when it does not."""
+    if ctx.job.state == "NODE_FAIL":
+        return "the job ended NODE_FAIL"
+    for sym in ctx.active():
+        if sym is fault or not sym.evidence or sym.evidence[0].source != SOURCE_APP or sym.node != fault.node:
+            continue
+        if sym.kind not in kinds and sym.category not in categories:
+            continue
+        if fault.gpu and sym.gpu and fault.gpu != sym.gpu:
+            continue
+        return f"{sym.kind} on {sym.node}, {sym.evidence[0].file}:{sym.evidence[0].line}"
+    return ""
 
 
 @rule("filter.node_not_in_job")

@@ -285,7 +285,9 @@ def _rank_location(sym: Symptom) -> str:
 
 @rule("post.repeat_offender")
 def repeat_offender(ctx: EngineContext, rule_: Rule) -> int:
-    """Flag a culprit node that the store already knows as the culprit of earlier jobs."""
+    """Flag a culprit node that the store already knows as the culprit of earlier faults. The history
+    counts distinct faults (``node_history``; one Xid that ended several jobs is one), so a node is a
+    repeat offender when it faulted ``min_jobs`` times, this one included."""
     history = dict(ctx.settings.node_history)
     jobs = dict(ctx.settings.node_history_jobs)
     threshold = int(rule_.params.get("min_jobs", 3))
@@ -295,8 +297,9 @@ def repeat_offender(ctx: EngineContext, rule_: Rule) -> int:
         if past + 1 >= threshold:
             earlier = list(jobs.get(node, ()))
             listed = f": jobs {', '.join(earlier[:10])}{' ...' if len(earlier) > 10 else ''}" if earlier else ""
-            ctx.outcome.annotations.append(f"repeat offender: {node} was the culprit of {past} earlier job(s)"
-                                           f"{listed}")
+            events = f" ({past} distinct fault(s))" if earlier and len(earlier) != past else ""
+            ctx.outcome.annotations.append(f"repeat offender: {node} was the culprit of {len(earlier) or past} "
+                                           f"earlier job(s){events}{listed}")
             count += 1
     return count
 

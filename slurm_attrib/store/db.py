@@ -223,9 +223,21 @@ class Store:
     def culprit_jobs(self, nodes: list[str], since: datetime, until: datetime,
                      exclude: Optional[JobKey] = None, cluster: Optional[str] = None) -> dict[str, list[str]]:
         """Per node, the ids of the jobs it was the culprit of in [since, until) (the evidence behind a
-        repeat-offender flag). Node names count within one cluster: ``cluster``, else ``exclude``'s;
-        ``exclude`` leaves out the job being diagnosed."""
-        out: dict[str, list[str]] = {n: [] for n in nodes}
+        repeat-offender flag), each job once however often it was restarted. Node names count within one
+        cluster: ``cluster``, else ``exclude``'s; ``exclude`` leaves out the job being diagnosed."""
+        return {node: list(dict.fromkeys(job for job, _ in pairs))
+                for node, pairs in self._culprit_rows(nodes, since, until, exclude, cluster).items()}
+
+    def culprit_events(self, nodes: list[str], since: datetime, until: datetime,
+                       exclude: Optional[JobKey] = None, cluster: Optional[str] = None) -> dict[str, int]:
+        """Per node, how many distinct faults (root-cause times) made it a culprit in [since, until): one
+        Xid that several jobs met counts once (as :meth:`culprit_jobs`, without the job being diagnosed)."""
+        return {node: len({when for _, when in pairs})
+                for node, pairs in self._culprit_rows(nodes, since, until, exclude, cluster).items()}
+
+    def _culprit_rows(self, nodes: list[str], since: datetime, until: datetime, exclude: Optional[JobKey],
+                      cluster: Optional[str]) -> dict[str, list[tuple[str, str]]]:
+        out: dict[str, list[tuple[str, str]]] = {n: [] for n in nodes}
         cluster = cluster if cluster is not None else exclude.cluster if exclude is not None else None
         if not nodes:
             return out
@@ -235,8 +247,8 @@ class Store:
         params = [*nodes, iso_utc(since), iso_utc(until), *([cluster] if cluster is not None else [])]
         for r in self.rows(sql, params):
             own = exclude is not None and (r["cluster"], r["job_id"]) == (exclude.cluster, exclude.job_id)
-            if not own and r["job_id"] not in out[r["node"]]:
-                out[r["node"]].append(r["job_id"])
+            if not own:
+                out[r["node"]].append((str(r["job_id"]), str(r["time"])))
         return out
 
     def gpu_xid_jobs(self, nodes: list[str], codes: tuple[int, ...], since: datetime, until: datetime,
@@ -268,10 +280,6 @@ class Store:
                 jobs.append(r["job_id"])
         return {key: jobs for key, jobs in out.items() if jobs}
 
-    def culprit_counts(self, nodes: list[str], since: datetime, until: datetime,
-                       exclude: Optional[JobKey] = None, cluster: Optional[str] = None) -> dict[str, int]:
-        """Per node, how many jobs it was the culprit of in [since, until)."""
-        return {node: len(jobs) for node, jobs in self.culprit_jobs(nodes, since, until, exclude, cluster).items()}
 
 
 def _connect(file: Path, settings: StoreSettings, readonly: bool) -> sqlite3.Connection:

@@ -19,8 +19,9 @@ GPU_WORKFLOW_XIDS = (13, 31, 43)
 def settings_with_history(engine_settings: EngineSettings, store: Store, nodes: list[str], now: datetime,
                           days: float = DEFAULT_HISTORY_DAYS, exclude: Optional[JobKey] = None) -> EngineSettings:
     """``engine_settings`` with ``node_history`` = jobs each node was the culprit of in the ``days`` before
-    ``now`` (the job being diagnosed, ``exclude``, not counted)."""
-    counts = store.culprit_counts(sorted(set(nodes)), now - timedelta(days=days), now, exclude)
+    ``now`` (the job being diagnosed, ``exclude``, not counted), counted as distinct faults: jobs that
+    met one Xid are one event, not a pattern."""
+    counts = store.culprit_events(sorted(set(nodes)), now - timedelta(days=days), now, exclude)
     history = tuple((node, count) for node, count in sorted(counts.items()) if count)
     jobs = offender_evidence(store, nodes, now, days, exclude)
     gpu_jobs = store.gpu_xid_jobs(sorted(set(nodes)), GPU_WORKFLOW_XIDS, now - timedelta(days=days), now, exclude)
