@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ..errors import RuleError
-from ..model import SOURCE_APP, Symptom, iso
+from ..model import SOURCE_APP, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
@@ -258,8 +258,14 @@ def application_reported(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure root cause whose every evidence line is the application's: say so, with where
     the rank ran, and put the confirmation first among the next steps."""
     root = ctx.outcome.root
-    if root is None or root.responsible != "infrastructure" or not root.evidence \
-            or any(e.source != SOURCE_APP for e in root.evidence):
+    if root is None or root.responsible != "infrastructure" or not root.evidence:
+        return 0
+    if any(e.source != SOURCE_APP for e in root.evidence):
+        if all(e.trust == TRUST_UNVERIFIED or e.source == SOURCE_APP for e in root.evidence):
+            ctx.outcome.annotations.append(
+                "the root cause rests on unverified kernel lines (a mixed syslog file, or no `kernel:` tag): a "
+                "local program could have written them, so they never drain a node by themselves")
+            return 1
         return 0
     where = _rank_location(root)
     ctx.outcome.annotations.append(

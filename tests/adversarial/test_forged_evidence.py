@@ -66,6 +66,7 @@ def test_a_kernel_tagged_line_from_a_mixed_file_explains_but_is_unverified(tmp_p
     line = f"Nov 20 10:30:00 node-01 kernel: {XID79}\n"
     mixed = _diagnose(_bundle(tmp_path / "mixed", {"node-01.log": line}, {"node-01": "mixed-file"}))
     assert mixed["status"] == "attributed" and mixed["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert any("rests on unverified kernel lines" in a for a in mixed["annotations"])
     kernel = _diagnose(_bundle(tmp_path / "journald", {"node-01.log": line}, {"node-01": "journald"}))
     assert kernel["root_cause"]["evidence"][0]["trust"] == "kernel"
     legacy = _diagnose(_bundle(tmp_path / "legacy", {"node-01.log": line}, {"node-01": "something-else"}))
