@@ -18,6 +18,10 @@ class EngineSettings:
     supporting_max: int = 100  # supporting symptoms listed in all; the rest are counted per kind
     max_evidence: int = 200  # evidence lines listed in a diagnosis
     workers: int = 0  # processes extracting a big bundle's files; 0: every CPU the process may use, 1: none
+    # Bounds on what one file can make the engine hold: symptoms of one rule per rank (per file without
+    # rank prefixes), and of one rule per file; the lines past a cap are counted in the coverage, not kept.
+    max_symptoms_per_rank: int = 50
+    max_symptoms_per_rule: int = 10_000
     node_history: tuple[tuple[str, int], ...] = ()  # (node, past culprit count) from the store
     node_history_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (node, those earlier job ids)
     # (node, GPU, earlier job ids) whose verdict cited an application-class Xid (13, 31, 43) on that GPU

@@ -125,6 +125,7 @@ class Extractor:
         stats.symptom_lines = handler.symptom_lines
         _record_stats(cov, bf, stats, handler.found)
         cov.notes.extend(handler.refused.notes(bf.rel))
+        cov.notes.extend(handler.caps.notes(bf.rel))
         ctx.scan.add(stats)
 
 
@@ -170,6 +171,36 @@ class EmitPlan:
                    summary=str(emit["summary"]) if "summary" in emit else None,
                    actions=tuple(str(a) for a in emit["actions"]) if emit.get("actions") else (),
                    decoder=str(decoder) if decoder else None)
+
+
+class SymptomCaps:
+    """How many symptoms one file may make: ``per_rank`` of one rule per rank of an application log (the
+    file's unprefixed lines are one rank) or per device and code of a kernel log (Xid 13 spam on one GPU
+    must not crowd out the Xid 79 of another), ``per_rule`` of one rule in all. A job that prints `Bus
+    error` 175,000 times costs its first lines' symptoms and a count, not 175,000 objects; the first lines
+    in file order are the ones kept, so the result is the same whatever the worker count."""
+
+    def __init__(self, per_rank: int, per_rule: int) -> None:
+        self.per_rank, self.per_rule = per_rank, per_rule
+        self._by_rank: dict[tuple[str, Any], int] = {}
+        self._by_rule: dict[str, int] = {}
+        self.dropped: dict[str, int] = {}
+
+    def admit(self, rule_id: str, which: Any) -> bool:
+        key = (rule_id, which)
+        rank_count = self._by_rank.get(key, 0)
+        rule_count = self._by_rule.get(rule_id, 0)
+        if rank_count >= self.per_rank or rule_count >= self.per_rule:
+            self.dropped[rule_id] = self.dropped.get(rule_id, 0) + 1
+            return False
+        self._by_rank[key] = rank_count + 1
+        self._by_rule[rule_id] = rule_count + 1
+        return True
+
+    def notes(self, rel: str) -> list[str]:
+        return [f"{rel}: {count} more line(s) of rule {rule_id} past the caps ({self.per_rank} per rank, "
+                f"{self.per_rule} per file: engine.max_symptoms_per_rank / _per_rule), counted, not kept"
+                for rule_id, count in sorted(self.dropped.items())]
 
 
 class KernelLines:
@@ -231,6 +262,8 @@ class _LineHandler:
         self.plans = plans or {}
         self.refused = KernelLines(ctx, bf)
         self.kernel = bf.source == SOURCE_KERNEL
+        self.app = bf.source == SOURCE_APP
+        self.caps = SymptomCaps(ctx.settings.max_symptoms_per_rank, ctx.settings.max_symptoms_per_rule)
         self.stamps = LineStamps(timectx)
         self.found = 0
         self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
@@ -261,6 +294,8 @@ class _LineHandler:
             match = rule.match.regex.search(text)
             if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
                 continue
+            if self.app and not self.caps.admit(rule.id, stream_key(stream)):
+                continue  # before the stamp and the symptom: the user decides how many such lines there are
             if stamp is None:
                 stamp = self._stamp(line, text, stream)
             trust = ""
@@ -312,6 +347,8 @@ class _LineHandler:
         if plan.decoder and not DECODERS[plan.decoder](self.ctx, sym, line, {"text": text, "rule": rule,
                                                                              "stream": stream}):
             return
+        if not self.app and not self.caps.admit(rule.id, (sym.kind, sym.gpu, sym.fields.get("code"))):
+            return  # after the decoder, which tells one GPU's Xid from another's
         if not sym.summary:
             sym.summary = render_summary(sym.kind if plan.summary is None else plan.summary, sym)
         if not sym.actions and plan.actions:

@@ -108,12 +108,18 @@ def causal_model(ctx: EngineContext, rule_: Rule) -> int:
     window = ctx.tolerance(model.decision_window_s)
     faults = sorted((s for s in ctx.active() if s.role == "candidate" and s.time and model.is_physical(s)),
                     key=Symptom.sort_key)
-    pairs = 0
+    budget = int(rule_.params.get("max_pair_checks", 200_000))  # 10,000 Xids in one window: 5e7 pairs
+    pairs = checks = 0
     for i, first in enumerate(faults):
         for second in faults[i + 1:]:
             assert first.time is not None and second.time is not None
             if second.time - first.time > window:
                 break
+            checks += 1
+            if checks > budget:
+                ctx.notes.append(f"causal model: {len(faults)} physical faults; the pairs after the first {budget} "
+                                 "checks were not compared (refine.causal_model params.max_pair_checks)")
+                return pairs
             if model.independent_faults(first, second):
                 first.notes.append(f"independent of {second.id} on {second.node} (causal model)")
                 pairs += 1
