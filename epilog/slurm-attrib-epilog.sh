@@ -53,6 +53,8 @@ fi
 
 case $budget in
     '' | *[!0-9.]* | *.*.* | .* | *.) budget=10 ;;
+    *[1-9]*) ;;
+    *) budget=10 ;;  # 0, 00, 0.0: to timeout(1) a zero duration means no limit at all
 esac
 case $log_file in
     /*) ;;

@@ -105,7 +105,7 @@ def test_config_path_is_passed_to_the_collector(tmp_path: Path, etc: Path) -> No
     assert marker.read_text().endswith("--budget 10 --config /srv/test cluster/slurm-attrib.yaml\n")
 
 
-@pytest.mark.parametrize("budget", ["", "abc", "1;touch /tmp/x", "-5", "1.2.3", ".5"])
+@pytest.mark.parametrize("budget", ["", "abc", "1;touch /tmp/x", "-5", "1.2.3", ".5", "0", "00", "0.0"])
 def test_invalid_budget_falls_back_to_the_default(tmp_path: Path, etc: Path, budget: str) -> None:
     python, marker = fake_python(tmp_path)
     env = {**env_dump("fail-exit3.epilog.node-01.env"), "SLURM_ATTRIB_PYTHON": str(python),
