@@ -93,18 +93,33 @@ class Line:
     def iter_following(self, limit: int = 50) -> Iterator[str]:
         """The lines of :meth:`following`, decoded one at a time: a search that stops at the first
         line it wants does not decode the rest."""
-        pos, count = self._end + 1, 0
-        while count < limit and pos < len(self._buf):
+        for begin, stop in self.following_spans(limit):
+            yield decode(self._buf[begin:stop])
+
+    def preceding(self, limit: int = 200) -> Iterator[str]:
+        """Lines before this one, nearest first, within the look-back window."""
+        for begin, stop in self.preceding_spans(limit):
+            yield decode(self._buf[begin:stop])
+
+    @property
+    def buffer(self) -> bytes:
+        """The block the line lies in (with its look-back and look-ahead), for :meth:`following_spans`."""
+        return self._buf
+
+    def following_spans(self, limit: int = 50) -> Iterator[tuple[int, int]]:
+        """(start, end) in :attr:`buffer` of up to ``limit`` lines after this one, newline excluded."""
+        pos, count, size = self._end + 1, 0, len(self._buf)
+        while count < limit and pos < size:
             nl = self._buf.find(b"\n", pos)
-            stop = len(self._buf) if nl < 0 else nl
-            yield decode(self._buf[pos:stop])
+            stop = size if nl < 0 else nl
+            yield pos, stop
             count += 1
             if nl < 0:
                 break
             pos = nl + 1
 
-    def preceding(self, limit: int = 200) -> Iterator[str]:
-        """Lines before this one, nearest first, within the look-back window."""
+    def preceding_spans(self, limit: int = 200) -> Iterator[tuple[int, int]]:
+        """(start, end) in :attr:`buffer` of the lines before this one, nearest first, within the look-back."""
         floor = max(0, self._start - LOOKBACK_BYTES)
         stop = self._start - 1
         count = 0
@@ -112,7 +127,7 @@ class Line:
             begin = self._buf.rfind(b"\n", floor, stop) + 1
             if begin <= floor and floor > 0:
                 return
-            yield decode(self._buf[begin:stop])
+            yield begin, stop
             count += 1
             stop = begin - 1
 

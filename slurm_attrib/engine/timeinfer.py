@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Optional
 
 from ..model import Symptom
-from ..scan import Line
+from ..scan import Line, decode
 from ..timestamps import ParsedStamp, TimeContext, parse_iso, parse_line_time, zone_from_name
 from .context import EngineContext
 from .ranks import Stream, StreamKey, split_rank, stream_key
@@ -37,12 +37,27 @@ class LineStamps:
     (and of the one time context the instance serves)."""
 
     BUDGET_CHARS = 4 << 20  # text held before the memo starts afresh: lines may be 64 Ki characters long
+    BUDGET_SPANS = 1 << 16  # neighbours remembered per block (their text is held by the memo above)
 
     def __init__(self, timectx: TimeContext) -> None:
         self.timectx = timectx
         self._split: dict[str, tuple[Optional[StreamKey], str]] = {}
         self._stamps: dict[str, ParsedStamp] = {}
         self._chars = 0  # characters of the texts held (each held a few times: key, rest, message)
+        self._buffer: bytes = b""  # the block the spans below index
+        self._spans: dict[int, tuple[Optional[StreamKey], Optional[ParsedStamp]]] = {}
+
+    def at(self, buffer: bytes, start: int, stop: int) -> tuple[Optional[StreamKey], Optional[ParsedStamp]]:
+        """The stream key of the line at buffer[start:stop] and its stamp (None without a time): the
+        neighbours of a burst of hits are asked again and again, so each is decoded once per block."""
+        if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
+            self._buffer, self._spans = buffer, {}
+        found = self._spans.get(start)
+        if found is None:
+            key, rest = self.split(decode(buffer[start:stop]))
+            stamp = self.stamp(rest)
+            found = self._spans[start] = (key, stamp if stamp.time is not None else None)
+        return found
 
     def split(self, text: str) -> tuple[Optional[StreamKey], str]:
         """``stream_key`` of the line's rank prefix, and the line without it."""
@@ -75,17 +90,14 @@ def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: 
     stamps = stamps or LineStamps(timectx)
     fallback: Optional[ParsedStamp] = None
     wanted = stream_key(rank)
-    for count, previous in enumerate(line.preceding(limit)):
+    buffer = line.buffer
+    for count, (start, stop) in enumerate(line.preceding_spans(limit)):
         if fallback is not None and count > 50:
             break
-        prev_key, rest = stamps.split(previous)
-        same = prev_key == wanted
-        if not same and (fallback is not None or not want_any):
+        prev_key, stamp = stamps.at(buffer, start, stop)
+        if stamp is None:
             continue
-        stamp = stamps.stamp(rest)
-        if stamp.time is None:
-            continue
-        if same:
+        if prev_key == wanted:
             return stamp
         if fallback is None and want_any:
             fallback = stamp
@@ -99,17 +111,14 @@ def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext,
     stamps = stamps or LineStamps(timectx)
     fallback: Optional[datetime] = None
     wanted = stream_key(rank)
-    for count, following in enumerate(line.iter_following(100)):
+    buffer = line.buffer
+    for count, (start, stop) in enumerate(line.following_spans(100)):
         if fallback is not None and count > 20:
             break
-        next_key, rest = stamps.split(following)
-        same = next_key == wanted
-        if not same and fallback is not None:
+        next_key, stamp = stamps.at(buffer, start, stop)
+        if stamp is None:
             continue
-        stamp = stamps.stamp(rest)
-        if stamp.time is None:
-            continue
-        if same:
+        if next_key == wanted:
             return stamp.time
         fallback = fallback or stamp.time
     return fallback
