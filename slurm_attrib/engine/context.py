@@ -56,7 +56,8 @@ class EngineContext:
         return self.bundle.job
 
     def active(self) -> list[Symptom]:
-        """Symptoms the filter phase kept, in stable order."""
+        """Symptoms the filter phase kept, in ``Symptom.sort_key`` order: the engine sorts them once
+        after extraction, and no later phase adds a symptom or changes what the key is made of."""
         return [s for s in self.symptoms if s.dropped is None]
 
     def tolerance(self, seconds: float) -> timedelta:

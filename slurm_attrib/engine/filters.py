@@ -153,7 +153,7 @@ def first_exception_per_rank(ctx: EngineContext, rule_: Rule) -> int:
     chained re-raises or shutdown noise."""
     seen: dict[tuple[Any, ...], Symptom] = {}
     count = 0
-    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+    for sym in ctx.active():
         if sym.kind != "python_exception":
             continue
         key = (sym.rank, sym.node) if sym.rank is not None else (sym.evidence[0].file,)
@@ -171,7 +171,7 @@ def duplicate_lines(ctx: EngineContext, rule_: Rule) -> int:
     seen: dict[tuple[Any, ...], Symptom] = {}
     count = 0
     window = timedelta(seconds=float(rule_.params.get("seconds", 1.0)))
-    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+    for sym in ctx.active():
         if not sym.evidence or sym.evidence[0].source != "kernel":
             continue
         key = (sym.kind, sym.node, sym.gpu, sym.summary)

@@ -317,7 +317,7 @@ def xid_workflow(ctx: EngineContext, rule_: Rule) -> int:
     threshold = int(rule_.params.get("min_jobs", 2))
     history = {(node, gpu): jobs for node, gpu, jobs in ctx.settings.gpu_xid_history}
     seen: dict[tuple[str, str], Symptom] = {}
-    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+    for sym in ctx.active():
         if sym.kind == "xid" and sym.fields.get("code") in codes and sym.node and sym.gpu:
             seen.setdefault((sym.node, sym.gpu), sym)
     for (node, gpu), sym in sorted(seen.items()):

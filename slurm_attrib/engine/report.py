@@ -60,7 +60,7 @@ def _supporting(ctx: EngineContext, root: Optional[Symptom]) -> list[Symptom]:
     by_id = {s.id: s for s in ctx.symptoms}
     chosen: list[Symptom] = []
     groups: dict[tuple[str, str], list[Symptom]] = defaultdict(list)
-    for sym in sorted(ctx.active(), key=Symptom.sort_key):
+    for sym in ctx.active():
         if sym is not root and _supports(sym, root, by_id):
             groups[(sym.kind, sym.node or "")].append(sym)
     limit = ctx.settings.supporting_per_group

@@ -40,3 +40,30 @@ def test_json_identical_when_files_are_created_in_reverse_order(engine: Engine, 
 def test_output_holds_no_wall_clock(engine: Engine) -> None:
     text = canonical.dumps(engine.diagnose(demo_bundle()).to_dict())
     assert "2026-12" not in text  # today's date never leaks into a verdict on November evidence
+
+
+def _every_bundle() -> list[Path]:
+    root = Path(__file__).resolve().parents[2]
+    return sorted([*root.glob("tests/golden/*/bundle"), *(p.parent for p in root.glob("corpus/*/job.yaml"))])
+
+
+def test_symptoms_stay_in_sort_key_order_through_every_phase() -> None:
+    """ctx.active() is the symptoms in Symptom.sort_key order, which the filter, refine and report code
+    relies on instead of sorting 20,000 symptoms again in every rule: no phase may add a symptom after
+    the sort or change its time, node, evidence or rule."""
+    from slurm_attrib.engine import Engine, _run_rule
+    from slurm_attrib.model import Symptom
+    from slurm_attrib.ruleset import load_ruleset
+
+    engine = Engine(load_ruleset(include_site=False))
+    checked = 0
+    for bundle in _every_bundle():
+        ctx = engine.run(bundle)
+        assert ctx.symptoms == sorted(ctx.symptoms, key=Symptom.sort_key), bundle
+        keys = [s.sort_key() for s in ctx.symptoms]
+        for phase in ("filter", "refine", "final", "post_outcome"):  # again, after the whole run
+            for rule in engine.ruleset.by_phase(phase):
+                _run_rule(ctx, rule)
+        assert [s.sort_key() for s in ctx.symptoms] == keys, bundle
+        checked += 1
+    assert checked > 150
