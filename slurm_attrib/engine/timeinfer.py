@@ -45,18 +45,16 @@ class LineStamps:
         self._stamps: dict[str, ParsedStamp] = {}
         self._chars = 0  # characters of the texts held (each held a few times: key, rest, message)
         self._buffer: bytes = b""  # the block the spans below index
-        self._spans: dict[int, tuple[Optional[StreamKey], Optional[ParsedStamp]]] = {}
+        self._spans: dict[int, tuple[Optional[StreamKey], str]] = {}
 
-    def at(self, buffer: bytes, start: int, stop: int) -> tuple[Optional[StreamKey], Optional[ParsedStamp]]:
-        """The stream key of the line at buffer[start:stop] and its stamp (None without a time): the
-        neighbours of a burst of hits are asked again and again, so each is decoded once per block."""
+    def at(self, buffer: bytes, start: int, stop: int) -> tuple[Optional[StreamKey], str]:
+        """:meth:`split` of the line at buffer[start:stop]: the neighbours of a burst of hits are asked
+        again and again, so each is decoded once per block (its stamp, :meth:`stamp`, only when wanted)."""
         if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
             self._buffer, self._spans = buffer, {}
         found = self._spans.get(start)
         if found is None:
-            key, rest = self.split(decode(buffer[start:stop]))
-            stamp = self.stamp(rest)
-            found = self._spans[start] = (key, stamp if stamp.time is not None else None)
+            found = self._spans[start] = self.split(decode(buffer[start:stop]))
         return found
 
     def split(self, text: str) -> tuple[Optional[StreamKey], str]:
@@ -94,10 +92,14 @@ def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: 
     for count, (start, stop) in enumerate(line.preceding_spans(limit)):
         if fallback is not None and count > 50:
             break
-        prev_key, stamp = stamps.at(buffer, start, stop)
-        if stamp is None:
+        prev_key, rest = stamps.at(buffer, start, stop)
+        same = prev_key == wanted
+        if not same and (fallback is not None or not want_any):
             continue
-        if prev_key == wanted:
+        stamp = stamps.stamp(rest)
+        if stamp.time is None:
+            continue
+        if same:
             return stamp
         if fallback is None and want_any:
             fallback = stamp
@@ -115,10 +117,14 @@ def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext,
     for count, (start, stop) in enumerate(line.following_spans(100)):
         if fallback is not None and count > 20:
             break
-        next_key, stamp = stamps.at(buffer, start, stop)
-        if stamp is None:
+        next_key, rest = stamps.at(buffer, start, stop)
+        same = next_key == wanted
+        if not same and fallback is not None:
             continue
-        if next_key == wanted:
+        stamp = stamps.stamp(rest)
+        if stamp.time is None:
+            continue
+        if same:
             return stamp.time
         fallback = fallback or stamp.time
     return fallback
