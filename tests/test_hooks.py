@@ -4,7 +4,6 @@ well under 100 ms through the shipped /bin/sh wrapper."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -74,8 +73,36 @@ def test_wrapper_enqueues_well_under_100_ms(tmp_path: Path) -> None:
     assert statistics.median(times) < 0.1, times
 
 
-def test_wrapper_exits_zero_without_its_interpreter(tmp_path: Path) -> None:
+def _recording_logger(tmp_path: Path, hook: Path) -> Path:
+    said = tmp_path / "syslog.txt"
+    logger = tmp_path / "logger"
+    logger.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> {said}\n")
+    logger.chmod(0o755)
+    hook.write_text(hook.read_text().replace("LOGGER=/usr/bin/logger", f"LOGGER={logger}"))
+    return said
+
+
+def test_wrapper_exits_zero_without_its_interpreter_and_says_so(tmp_path: Path) -> None:
     hook = _wrapper(tmp_path)
     hook.write_text(hook.read_text().replace(f"PYTHON={sys.executable}", "PYTHON=/nonexistent/python3"))
-    assert subprocess.run([str(hook)], env={}, timeout=10).returncode == 0
-    assert os.listdir(tmp_path) == ["ctld-hook"]
+    said = _recording_logger(tmp_path, hook)
+    assert subprocess.run([str(hook)], env={"SLURM_JOB_ID": "71"}, timeout=10).returncode == 0
+    assert not (tmp_path / "queue").exists()
+    assert said.read_text() == "-t slurm-attrib -p daemon.err -- controller hook: /nonexistent/python3 missing; " \
+                               "job 71 not queued for a verdict\n"
+    assert "job 71 not queued" in (tmp_path / "hook-errors.log").read_text()
+
+
+def test_a_spool_the_hook_cannot_write_reaches_syslog(tmp_path: Path) -> None:
+    """EpilogSlurmctld as a SlurmUser that cannot write the spool: the job is lost, and syslog says so
+    (the hook-errors.log in that same spool cannot be written either). Here the spool is a file."""
+    hook = _wrapper(tmp_path)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    hook.write_text(hook.read_text().replace(f"SPOOL={tmp_path}", f"SPOOL={blocker}"))
+    said = _recording_logger(tmp_path, hook)
+    env = _env("hook-epilog_slurmctld-fail-exit3.env")
+    env.pop("PATH", None)
+    assert subprocess.run([str(hook)], env=env, timeout=10).returncode == 0
+    text = said.read_text()
+    assert text.startswith("-t slurm-attrib -p daemon.err -- controller hook (uid ") and "not enqueued" in text
