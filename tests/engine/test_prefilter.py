@@ -105,9 +105,30 @@ def test_hyperscan_names_the_rule_whose_regex_the_line_may_match() -> None:
     rules = [_rule("ok", "nfs: server"), _rule("down", "nfs: server")]
     rules = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ OK"))),
              replace(rules[1], match=replace(rules[1].match, regex=re.compile(r"nfs: server \S+ not responding")))]
-    fast = prefilter.HyperscanPrefilter(hyperscan, [prefilter.rule_patterns(r) for r in rules])
+    fast = prefilter.HyperscanPrefilter(hyperscan, rules)
     data = b"nfs: server a OK\nnfs: server b not responding\nnfs: server c\n"
     assert list(fast.hits(data, 0, len(data))) == [(15, 0), (44, 1)]
+
+
+def test_a_start_that_finds_its_database_on_disk_translates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    ) -> None:
+    """The cache key is made of the rules' own text, so the 80 ms translation runs on a miss only; a
+    changed regex misses."""
+    hyperscan = pytest.importorskip("hyperscan")
+    monkeypatch.setenv("SLURM_ATTRIB_CACHE_DIR", str(tmp_path / "cache"))
+    rules = [_rule("down", "nfs: server")]
+    rules = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ not responding")))]
+    monkeypatch.setattr(prefilter, "_DATABASES", {})
+    prefilter.HyperscanPrefilter(hyperscan, rules)  # compiles and stores
+    translated: list[str] = []
+    real = prefilter.rule_patterns
+    monkeypatch.setattr(prefilter, "rule_patterns", lambda rule: translated.append(rule.id) or real(rule))
+    monkeypatch.setattr(prefilter, "_DATABASES", {})  # a new process
+    warm = prefilter.HyperscanPrefilter(hyperscan, rules)
+    assert translated == [] and list(warm.hits(b"nfs: server b not responding\n", 0, 29)) == [(27, 0)]
+    changed = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ not OK")))]
+    prefilter.HyperscanPrefilter(hyperscan, changed)
+    assert translated == ["down"]
 
 
 def test_a_regex_bytes_cannot_express_falls_back_on_its_anchors() -> None:
