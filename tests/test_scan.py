@@ -144,9 +144,14 @@ def test_open_evidence_refuses_symlinks(tmp_path: Path) -> None:
 
 
 def test_newline_counting_with_and_without_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bytes.count first; numpy (when installed) once the process has counted NUMPY_AFTER_BYTES."""
     data = b"".join(f"line {i}{' HIT' if i % 97 == 0 else ''}\n".encode() for i in range(20_000))
-    with_numpy = [h.lineno for h in _hits(data, [b"HIT"])]
     monkeypatch.setattr(scan, "_np", None)
+    monkeypatch.setattr(scan, "_counted", 0)
     without = [h.lineno for h in _hits(data, [b"HIT"])]
+    assert scan._np is None  # 200 kB counted: numpy not worth importing
+    monkeypatch.setattr(scan, "NUMPY_AFTER_BYTES", 0)
+    with_numpy = [h.lineno for h in _hits(data, [b"HIT"])]
+    assert scan._np is not None  # imported, or False where it is not installed
     assert with_numpy == without == [i + 1 for i in range(20_000) if i % 97 == 0]
     assert scan.count_newlines(data, 0, len(data)) == 20_000

@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
-from sqlite_utils import Database
+if TYPE_CHECKING:  # imported where a store is opened: sqlite_utils pulls in numpy (0.2 s of every start)
+    from sqlite_utils import Database
 
 from ..model import Diagnosis
 from . import packing, schema
@@ -106,6 +107,8 @@ class Store:
             conn = _connect(file, settings, readonly)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{file}: cannot open the store: {exc}") from exc
+        from sqlite_utils import Database
+
         store = cls(Database(conn), str(file), settings, sleep)
         try:
             store._prepare(readonly, migrate)

@@ -6,13 +6,14 @@ Each migration is idempotent (``if_not_exists``, a column is added only when mis
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import packing
 
-Migration = Callable[[Database], None]
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+Migration = Callable[["Database"], None]
 
 
 def _add_column(db: Database, table: str, column: str, col_type: Any) -> None:
