@@ -73,7 +73,7 @@ def test_scontrol_values_with_spaces() -> None:
     ("node-[01-04,07]", ["node-01", "node-02", "node-03", "node-04", "node-07"]),
     ("node-01", ["node-01"]),
     ("a[1-2]b[3-4]", ["a1b3", "a1b4", "a2b3", "a2b4"]),
-    ("gpu[08-10],cpu1", ["gpu08", "gpu09", "gpu10", "cpu1"]),
+    ("gpu[08-10],cpu1", ["cpu1", "gpu08", "gpu09", "gpu10"]),  # sorted: see test_hostlist.py
     ("None assigned", []),
     ("", []),
 ])
