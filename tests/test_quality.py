@@ -53,6 +53,7 @@ NOT_PACKAGES = {
     "data": "captured tool output shared by several test folders",
     "epilog": "the /bin/sh wrapper of epilog/",
     "integration": "scenarios on a real Slurm test cluster (marker slurm)",
+    "adversarial": "user-controlled input against every parser and Slurm command (issue 11)",
 }
 
 

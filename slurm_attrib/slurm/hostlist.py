@@ -24,7 +24,7 @@ from .errors import SlurmParseError
 MAX_HOSTS = 100_000  # a guard against node-[1-999999999] and n[0-9999][0-9999]
 MAX_DIGITS = 18  # a bound in a range: Slurm keeps it in an unsigned long
 _EMPTY = ("", "None assigned", "(null)", "None", "(None)")
-_PIECE = r"\d+(?:-\d+)?"
+_PIECE = r"[0-9]+(?:-[0-9]+)?"  # ASCII digits: \d would take any Unicode digit
 _ITEM = re.compile(rf"(?:[A-Za-z0-9._-]|\[{_PIECE}(?:,{_PIECE})*\])+")
 _GROUP = re.compile(r"\[([^\]]*)\]")
 

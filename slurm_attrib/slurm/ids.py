@@ -14,7 +14,7 @@ from .errors import SlurmError
 
 # job 123, array task 7_1, het job component 123+0 (Slurm's own forms; no lists, no ranges, no steps)
 _GRAMMAR = {
-    "job": re.compile(r"\d{1,10}(?:_\d{1,10})?(?:\+\d{1,10})?"),
+    "job": re.compile(r"[0-9]{1,10}(?:_[0-9]{1,10})?(?:\+[0-9]{1,10})?"),
     "cluster": re.compile(r"[A-Za-z0-9_-]{1,64}"),
     "node": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"),
     "partition": re.compile(r"[A-Za-z0-9_.-]{1,128}"),
