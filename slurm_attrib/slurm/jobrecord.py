@@ -60,6 +60,7 @@ PROTECTED = frozenset({"JobId", "ArrayJobId", "ArrayTaskId", "HetJobId", "HetJob
                        "NodeList", "BatchHost"})
 assert not PROTECTED & FREE_TEXT and set(REQUIRED) <= set(JOB_KEYS)
 
+MAX_MARKERS = 2000  # a real record has ~80; the reading is quadratic in this (2000: 0.3 s)
 _RANK = {key: rank for rank, key in enumerate(JOB_KEYS)}
 _REQUIRED_RANKS = sorted(_RANK[key] for key in REQUIRED)
 _MARKER = re.compile(r"(?:(?<=\s)|\A)([A-Za-z][A-Za-z0-9_:/.-]*)=")
@@ -87,6 +88,9 @@ def read_record(record: str) -> dict[str, str]:
     markers = [_Marker(m.group(1), m.start(), m.end(), _RANK.get(m.group(1), -1)) for m in _MARKER.finditer(record)]
     if not markers or markers[0].key != "JobId" or markers[0].start != 0:
         raise SlurmParseError(f"not a scontrol job record: {record[:80]!r}")
+    if len(markers) > MAX_MARKERS:
+        raise SlurmParseError(f"{_label(record, markers)}: {len(markers)} 'Key=' markers, more than "
+                              f"{MAX_MARKERS}: record not read")
     reach = _forward(markers)
     live = _backward(markers, reach)
     if (0, 0) not in live:
