@@ -19,6 +19,7 @@ import yaml
 
 from slurm_attrib import hooks
 from slurm_attrib.attribution import SqliteVerdictStore
+from slurm_attrib.cli import main
 from slurm_attrib.config import Config, FinalizerConfig, StoreConfig
 from slurm_attrib.engine import Engine
 from slurm_attrib.finalizer import Finalizer
@@ -232,6 +233,30 @@ def test_diagnose_shows_escape_sequences_instead_of_sending_them(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\r" not in proc.stdout
     assert "\\x1b[2J\\x1b]0;owned\\x07" in proc.stdout
+
+
+def test_show_and_query_of_a_stored_verdict_show_escapes(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The same hostile log line and a user name with ESC, stored by ``diagnose --store``, then read by
+    ``show`` and ``query``. Before: both printed the raw bytes."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(ROOT / "slurm_attrib" / "data" / "demo", bundle)
+    log = bundle / "syslog" / "node-02.log"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[15] = lines[15].rstrip("\n") + " \x1b[2J\n"
+    log.write_text("".join(lines))
+    job = yaml.safe_load((bundle / "job.yaml").read_text())
+    job["user"] = "mchen\x1b]0;x\x07"
+    (bundle / "job.yaml").write_text(yaml.safe_dump(job))
+    store = ["--store", str(tmp_path / "s.sqlite"), "--now", "2026-11-21T00:00:00Z"]
+    assert main(["diagnose", "--no-site-rules", "--bundle", str(bundle), *store]) == 0
+    capsys.readouterr()
+    for command in (["show", "318442"], ["query"], ["nodes", "--since", "30d"]):
+        assert main([*command, *store]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out, (command, out)
+    assert main(["show", "318442", *store]) == 0
+    assert "user mchen\\x1b]0;x\\x07" in capsys.readouterr().out
 
 
 def test_query_and_nodes_tables_show_escapes_json_keeps_the_data() -> None:
