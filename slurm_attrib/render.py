@@ -1,11 +1,12 @@
 """Text rendering of a Diagnosis for people: verdict line, root cause with file:line, supporting
-symptoms grouped, coverage, next steps."""
+symptoms grouped, coverage, next steps. Every line passes :func:`~.termsafe.for_terminal`."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from .model import Diagnosis, Symptom, iso
+from .termsafe import for_terminal
 
 
 def _where(sym: Symptom) -> str:
@@ -55,7 +56,8 @@ def render_text(diag: Diagnosis) -> str:
     if diag.recommended_actions:
         lines += ["", "what to do next:", *(f"  {i}. {a}" for i, a in enumerate(diag.recommended_actions, 1))]
     lines += ["", f"ruleset {diag.ruleset.get('version')} ({diag.ruleset.get('hash')}), engine {diag.engine_version}"]
-    return "\n".join(line for line in lines if line is not None) + "\n"
+    # one line per entry: a control character or newline inside one (a job name, a log line) is shown
+    return "\n".join(for_terminal(line) for line in lines if line is not None) + "\n"
 
 
 def _supporting_lines(supporting: list[Symptom]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 from .. import __version__
 from ..errors import AttribError
+from ..termsafe import for_terminal
 from . import diagnose, doctor, evaluate, node, rules, slurm, store
 from .common import EXIT_USAGE
 
@@ -63,12 +64,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except AttribError as exc:
         if args.debug:
             raise
-        sys.stderr.write(f"slurm-attrib: error: {exc}\n")
+        sys.stderr.write(f"slurm-attrib: error: {for_terminal(str(exc))}\n")
         return exc.exit_code
     except (OSError, ValueError) as exc:
         if args.debug:
             raise
-        sys.stderr.write(f"slurm-attrib: error: {exc}\n")
+        sys.stderr.write(f"slurm-attrib: error: {for_terminal(str(exc))}\n")
         return 1
 
 

@@ -59,8 +59,9 @@ def write_diagnosis(diag: Diagnosis, fmt: str, trailer: str = "") -> None:
         sys.stdout.write(canonical.dumps(diag.to_dict()))
         return
     from ..render import render_text
+    from ..termsafe import for_terminal
 
-    sys.stdout.write(render_text(diag) + trailer)
+    sys.stdout.write(render_text(diag) + for_terminal(trailer, keep="\n"))
 
 
 def command(sub: Any, name: str, func: Handler, text: str, description: str) -> argparse.ArgumentParser:

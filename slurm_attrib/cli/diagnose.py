@@ -12,6 +12,7 @@ from typing import Any
 from ..attribution import SqliteVerdictStore, attribute
 from ..data import demo_bundle
 from ..store import spool
+from ..termsafe import for_terminal
 from .common import add_rule_options, command, config_of, engine_of, now_of, write_diagnosis
 from .store import add_history_option, history_text
 
@@ -26,7 +27,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                                spool.resolve_spool_dir(args.spool_dir, configured_root=config.spool.dir))
     done = attribute(engine, args.bundle, store, now_of(args), args.history_days)
     for warning in done.warnings():
-        sys.stderr.write(f"slurm-attrib: warning: {warning}\n")
+        sys.stderr.write(f"slurm-attrib: warning: {for_terminal(str(warning))}\n")
     write_diagnosis(done.diagnosis, args.format,
                     history_text(done.history.culprit_jobs(), done.diagnosis.culprit_nodes, args.history_days))
     return 0

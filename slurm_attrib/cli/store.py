@@ -19,6 +19,7 @@ from ..store.progress import ProgressBar
 from ..store.rows import JobKey
 from ..store.tables import FORMATS, format_rows
 from ..store.timespec import parse_duration, parse_when
+from ..termsafe import for_terminal
 from .common import add_config_option, add_rule_options, command, config_of, engine_of
 from .common import now_of as _now
 
@@ -68,9 +69,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         evidence = history.offender_evidence(st, list(diag.get("culprit_nodes") or []), anchor, args.history_days,
                                              JobKey.of_job(diagnosis_from_dict(diag).job))
     if args.format == "table":
-        text = render_text(diagnosis_from_dict(diag)) + _stored_text(row, bundle)
-        sys.stdout.write(text + history_text(evidence, diag.get("culprit_nodes") or [], args.history_days)
-                         + _previous_text(previous))
+        text = render_text(diagnosis_from_dict(diag))
+        extra = _stored_text(row, bundle) + history_text(evidence, diag.get("culprit_nodes") or [],
+                                                         args.history_days) + _previous_text(previous)
+        sys.stdout.write(text + for_terminal(extra, keep="\n"))
     elif args.format == "json":
         sys.stdout.write(canonical.dumps({"diagnosis": diag, "verdict_id": row["verdict_id"],
                                           "verdict_time": row["verdict_time"], "gpu_hours": row["gpu_hours"],

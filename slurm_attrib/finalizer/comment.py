@@ -74,8 +74,11 @@ def ours(admin_comment: str) -> Optional[str]:
 
 def job_ref(job_id: str, array_job_id: str, array_task_id: str) -> str:
     """The id sacctmgr must be given: ``<array>_<task>`` for an array task (``where jobid=<array>`` would
-    hit every task of the array), else the raw job id."""
-    return f"{array_job_id}_{array_task_id}" if array_job_id and array_task_id else job_id
+    hit every task of the array), else the raw job id. Ids that are not plain numbers are not used (the
+    backend refuses them anyway; :func:`safe_ref` then settles a raw id that is also an array's)."""
+    if array_job_id.isdigit() and array_task_id.isdigit() and (array_job_id + array_task_id).isascii():
+        return f"{array_job_id}_{array_task_id}"
+    return job_id
 
 
 def safe_ref(ref: str, job_id: str, rows: Sequence[AcctRecord]) -> Optional[str]:

@@ -111,9 +111,19 @@ def with_controller(info: JobInfo, ctl: ControllerJob) -> JobInfo:
         job_name=info.job_name or ctl.job_name, work_dir=info.work_dir or ctl.work_dir,
         std_out=ctl.std_out if ctl.std_out and "%" not in ctl.std_out else info.std_out or ctl.std_out,
         std_err=ctl.std_err if ctl.std_err and "%" not in ctl.std_err else info.std_err or ctl.std_err,
-        array_job_id=info.array_job_id or (ctl.array_job_id if ctl.array_task_id else ""),
-        array_task_id=info.array_task_id or ctl.array_task_id,
+        array_job_id=_array_ids(info, ctl.array_job_id, ctl.array_task_id)[0],
+        array_task_id=_array_ids(info, ctl.array_job_id, ctl.array_task_id)[1],
     )
+
+
+def _array_ids(info: JobInfo, array_id: str, task: str) -> tuple[str, str]:
+    """The array ids ``info`` keeps: its own, else the new source's when they are one array and one task
+    (a pending array's ``ArrayTaskId=1-10%2`` or anything else is not a task of this job)."""
+    if info.array_job_id or info.array_task_id:
+        return info.array_job_id, info.array_task_id
+    if array_id.isdigit() and task.isdigit() and array_id.isascii() and task.isascii():
+        return array_id, task
+    return "", ""
 
 
 def allocation(records: list[AcctRecord], job_id: str) -> Optional[AcctRecord]:
@@ -137,7 +147,7 @@ def with_accounting(info: JobInfo, alloc: AcctRecord) -> JobInfo:
         uid=info.uid if info.uid is not None else alloc.uid, partition=info.partition or alloc.partition,
         nodes=nodes, start=info.start or alloc.start, end=info.end or alloc.end,
         job_name=info.job_name or alloc.job_name, work_dir=info.work_dir or alloc.work_dir,
-        array_job_id=info.array_job_id or array_id, array_task_id=info.array_task_id or task,
+        array_job_id=_array_ids(info, array_id, task)[0], array_task_id=_array_ids(info, array_id, task)[1],
     )
 
 

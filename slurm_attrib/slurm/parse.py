@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone, tzinfo
 from typing import NamedTuple, Optional
 
-from . import hostlist
+from . import hostlist, jobrecord
 from .errors import SlurmParseError
 from .records import AcctRecord, ControllerJob, NodeEvent, NodeInfo
 from .states import normalise
@@ -97,6 +97,41 @@ def parse_sacct(text: str, fields: Optional[list[str]] = None, tz: Optional[tzin
     return [acct_record(row, tz) for row in parse_parsable(text, fields)]
 
 
+def parse_sacct_delimited(text: str, fields: list[str], delimiter: str,
+                          tz: Optional[tzinfo] = None) -> tuple[list[AcctRecord], list[str]]:
+    """``sacct --parsable2 --noheader --delimiter=<delimiter>`` output, where ``delimiter`` is a random
+    string chosen for this call, which no job's text can contain. A row has exactly ``len(fields)``
+    cells; a newline in a cell (a job name) makes its line short, and the lines after it are joined to
+    it until the row is whole. A row that cannot be made whole or read is left out, with a note:
+    never an error, which would only repeat on every retry of the same output. → (records, notes)"""
+    records: list[AcctRecord] = []
+    notes: list[str] = []
+    for row in _delimited_rows(text, len(fields), delimiter, notes):
+        try:
+            records.append(acct_record(dict(zip(fields, row)), tz))
+        except SlurmParseError as exc:
+            notes.append(f"row {row[0][:40]!r} left out: {exc}")
+    return records, notes
+
+
+def _delimited_rows(text: str, width: int, delimiter: str, notes: list[str]) -> Iterator[list[str]]:
+    pending: Optional[str] = None
+    for line in text.split("\n"):
+        if pending is None and not line.strip():
+            continue
+        pending = line if pending is None else f"{pending}\n{line}"
+        cells = pending.split(delimiter)
+        if len(cells) == width:
+            yield cells
+        elif len(cells) > width:
+            notes.append(f"row {pending[:80]!r} left out: {len(cells)} cells, expected {width}")
+        else:
+            continue
+        pending = None
+    if pending is not None:
+        notes.append(f"row {pending[:80]!r} left out: cut short ({len(pending.split(delimiter))} of {width} cells)")
+
+
 def parse_sacct_capture(text: str, fields: list[str], tz: Optional[tzinfo] = None) -> list[AcctRecord]:
     """Captured ``sacct --parsable2`` output (``#`` comments and ``$ `` command lines are skipped): a
     header line (first column ``JobID``) names the columns; without one (``--noheader``), ``fields``."""
@@ -121,25 +156,25 @@ def _name_id(text: str) -> tuple[str, Optional[int]]:
 
 
 def parse_scontrol_job(text: str, tz: Optional[tzinfo] = None) -> list[ControllerJob]:
-    """``scontrol show job -o`` output (one job per line) → ControllerJob records."""
-    jobs = []
-    for line in text.splitlines():
-        if not line.strip().startswith("JobId="):
-            continue
-        f = parse_key_values(line.strip())
-        user, uid = _name_id(f.get("UserId", ""))
-        node_list = f.get("NodeList", "")
-        jobs.append(ControllerJob(
-            job_id=f.get("JobId", ""), state=normalise(f.get("JobState", "")), reason=f.get("Reason", ""),
-            exit_code=f.get("ExitCode", ""), derived_exit_code=f.get("DerivedExitCode", ""), user=user,
-            uid=uid, partition=f.get("Partition", ""), node_list=node_list,
-            nodes=tuple(hostlist.expand(node_list)), restart_count=_int(f.get("Restarts", "")) or 0,
-            start=parse_time(f.get("StartTime", ""), tz), end=parse_time(f.get("EndTime", ""), tz),
-            std_out=f.get("StdOut", ""), std_err=f.get("StdErr", ""), work_dir=f.get("WorkDir", ""),
-            job_name=f.get("JobName", ""), array_job_id=f.get("ArrayJobId", ""),
-            array_task_id=f.get("ArrayTaskId", ""), admin_comment=f.get("AdminComment", ""), fields=f,
-        ))
-    return jobs
+    """``scontrol show job -o`` output → ControllerJob records, read by :mod:`.jobrecord` so that a job
+    name or path holding `` JobState=...`` cannot set a field; :class:`SlurmParseError` when a record
+    cannot be read with certainty (the caller then goes without the controller's record)."""
+    return [_controller_job(jobrecord.read_record(record), tz) for record in jobrecord.split_records(text)]
+
+
+def _controller_job(f: dict[str, str], tz: Optional[tzinfo]) -> ControllerJob:
+    user, uid = _name_id(f.get("UserId", ""))
+    node_list = f.get("NodeList", "")
+    return ControllerJob(
+        job_id=f.get("JobId", ""), state=normalise(f.get("JobState", "")), reason=f.get("Reason", ""),
+        exit_code=f.get("ExitCode", ""), derived_exit_code=f.get("DerivedExitCode", ""), user=user,
+        uid=uid, partition=f.get("Partition", ""), node_list=node_list,
+        nodes=tuple(hostlist.expand(node_list)), restart_count=_int(f.get("Restarts", "")) or 0,
+        start=parse_time(f.get("StartTime", ""), tz), end=parse_time(f.get("EndTime", ""), tz),
+        std_out=f.get("StdOut", ""), std_err=f.get("StdErr", ""), work_dir=f.get("WorkDir", ""),
+        job_name=f.get("JobName", ""), array_job_id=f.get("ArrayJobId", ""),
+        array_task_id=f.get("ArrayTaskId", ""), admin_comment=f.get("AdminComment", ""), fields=f,
+    )
 
 
 def parse_scontrol_node(text: str) -> list[NodeInfo]:

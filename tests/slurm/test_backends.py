@@ -14,13 +14,13 @@ from slurm_attrib.slurm.cli_backend import FAILED_JOB_FIELDS, SACCT_FIELDS
 from slurm_attrib.slurm.pyslurm_backend import version_matches
 from slurm_attrib.slurm.runner import run_command
 
-from .cases import DATA
+from .cases import CAPTURED_SACCT_FIELDS, DATA, sacct_reply
 
 
 class FakeRunner:
     """Replays captured output per command name and records every argv."""
 
-    def __init__(self, replies: dict[str, tuple[int, str, str]]) -> None:
+    def __init__(self, replies: dict[str, tuple[int, Any, str]]) -> None:
         self.replies = replies
         self.calls: list[tuple[tuple[str, ...], float]] = []
 
@@ -28,7 +28,7 @@ class FakeRunner:
         self.calls.append((tuple(argv), timeout))
         key = " ".join(argv[:2]) if " ".join(argv[:2]) in self.replies else argv[0]
         rc, out, err = self.replies[key]
-        return CommandResult(tuple(argv), rc, out, err)
+        return CommandResult(tuple(argv), rc, out if isinstance(out, str) else out(tuple(argv)), err)
 
 
 def _captured(name: str) -> tuple[int, str, str]:
@@ -39,11 +39,16 @@ def _captured(name: str) -> tuple[int, str, str]:
 
 
 def test_sacct_argv_and_records() -> None:
-    runner = FakeRunner({"sacct": (0, (DATA / "sacct-fields-array.txt").read_text(), "")})
+    reply = sacct_reply((DATA / "sacct-fields-array.txt").read_text(), CAPTURED_SACCT_FIELDS)
+    runner = FakeRunner({"sacct": (0, reply, "")})
     recs = CliSlurm(runner, timeout_s=7).job_records("2_1")
     argv, timeout = runner.calls[0]
     assert argv[0] == "sacct" and f"--format={','.join(SACCT_FIELDS)}" in argv and "--jobs=2_1" in argv
     assert "--parsable2" in argv and timeout == 7
+    delimiter = next(a for a in argv if a.startswith("--delimiter=")).split("=", 1)[1]
+    assert len(delimiter) >= 16  # random per call:
+    CliSlurm(runner).job_records("2_1")
+    assert next(a for a in runner.calls[1][0] if a.startswith("--delimiter=")) != f"--delimiter={delimiter}"
     assert [r.job_id for r in recs if not r.is_step] == ["2_1", "2_2"]
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 
 import pytest
 
-from slurm_attrib.slurm import hostlist, parse
+from slurm_attrib.slurm import hostlist, jobrecord, parse
 from slurm_attrib.slurm.cli_backend import FAILED_JOB_FIELDS
 from slurm_attrib.slurm.errors import SlurmParseError
 
@@ -73,7 +74,7 @@ def test_scontrol_values_with_spaces() -> None:
     ("node-[01-04,07]", ["node-01", "node-02", "node-03", "node-04", "node-07"]),
     ("node-01", ["node-01"]),
     ("a[1-2]b[3-4]", ["a1b3", "a1b4", "a2b3", "a2b4"]),
-    ("gpu[08-10],cpu1", ["gpu08", "gpu09", "gpu10", "cpu1"]),
+    ("gpu[08-10],cpu1", ["cpu1", "gpu08", "gpu09", "gpu10"]),  # sorted: see test_hostlist.py
     ("None assigned", []),
     ("", []),
 ])
@@ -101,3 +102,13 @@ def test_parsable_rows_number_lines_and_say_what_a_cut_line_misses() -> None:
     assert rows[1].cells == {"jobid": "7.1", "state": "CANCELLED by 0"} and rows[1].line == "7.1|CANCELLED by 0"
     assert rows[2].cells["nodelist"] == "n2|x"
     assert [r.number for r in parse.parsable_rows(["7|F"], ["JobID", "State"])] == [1]
+
+
+def test_a_record_with_too_many_markers_is_refused_quickly() -> None:
+    """The reading is quadratic in the ``Key=`` markers; a user's field full of them is refused, not read."""
+    real = (DATA / "scontrol-job-failed.txt").read_text().strip()
+    flood = " ".join(["StdErr=a StdIn=b"] * jobrecord.MAX_MARKERS)
+    began = time.monotonic()
+    with pytest.raises(SlurmParseError, match="markers"):
+        parse.parse_scontrol_job(real.replace("WorkDir=/tmp", f"WorkDir={flood} /tmp"))
+    assert time.monotonic() - began < 1.0
