@@ -68,6 +68,9 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     spool = _spool(args, config)
     for sub in ("queue", "nodes", "done", "jobs"):
         (spool / sub).mkdir(parents=True, exist_ok=True)
+    from ..finalizer.lock import SpoolLock
+
+    lock = SpoolLock.acquire(spool)  # held until this process ends
     finalizer = build_finalizer(config, spool, args.store)
     stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
@@ -84,6 +87,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
             finalizer.prune(_now())
             last_prune = time.time()
         time.sleep(poll)
+    lock.release()
     return 0
 
 
