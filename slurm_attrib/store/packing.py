@@ -17,6 +17,7 @@ from typing import Optional, Union
 
 import yaml
 
+from .. import safeyaml
 from ..safeio import read_regular
 
 ALWAYS_KEPT = ("job.yaml", "facts/")
@@ -124,7 +125,7 @@ def gpus_per_node(job_yaml: Optional[bytes]) -> Optional[int]:
     if not job_yaml:
         return None
     try:
-        raw = yaml.safe_load(job_yaml.decode("utf-8", errors="replace"))
+        raw = safeyaml.load(job_yaml.decode("utf-8", errors="replace"))
     except yaml.YAMLError:
         return None
     value = raw.get("gpus_per_node") if isinstance(raw, dict) else None
