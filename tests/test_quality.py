@@ -53,6 +53,7 @@ NOT_PACKAGES = {
     "data": "captured tool output shared by several test folders",
     "epilog": "the /bin/sh wrapper of epilog/",
     "integration": "scenarios on a real Slurm test cluster (marker slurm)",
+    "adversarial": "hostile input and faults against real processes, files, FIFOs, symlinks and locks (issue 11)",
 }
 
 

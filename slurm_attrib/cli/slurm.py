@@ -64,6 +64,8 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
 
 def cmd_finalize(args: argparse.Namespace) -> int:
     config = _config(args)
+    if args.status:
+        return _finalize_status(_spool(args, config), args.format)
     _setup_logging(config, args.debug)
     spool = _spool(args, config)
     for sub in ("queue", "nodes", "done", "jobs"):
@@ -77,17 +79,40 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     poll = args.poll if args.poll is not None else config.finalizer.poll_interval_s
     last_prune = 0.0
     while not stop:
+        if time.time() - last_prune > 3600:  # at start (what a crash left behind), then hourly
+            finalizer.prune(_now())
+            last_prune = time.time()
         for result in finalizer.step(_now()):
             if result.outcome != "waiting" and args.verbose:
                 sys.stdout.write(json.dumps(result.__dict__, sort_keys=True) + "\n")
                 sys.stdout.flush()
         if args.once and finalizer.idle():
             break
-        if time.time() - last_prune > 3600:
-            finalizer.prune(_now())
-            last_prune = time.time()
         time.sleep(poll)
     lock.release()
+    return 0
+
+
+def _finalize_status(spool: Path, fmt: str) -> int:
+    """What waits in the spool, and one line per quarantined entry (job, queue entry, spooled verdict)."""
+    from .. import quarantine
+
+    queued = len([p for p in (spool / "queue").glob("*.json") if not p.name.startswith(".tmp-")]) \
+        if (spool / "queue").is_dir() else 0
+    spooled = len(list((spool / "verdicts").glob("verdict-*.json"))) if (spool / "verdicts").is_dir() else 0
+    held = [q for folder in (spool / quarantine.FOLDER, spool / "verdicts" / quarantine.FOLDER)
+            for q in quarantine.listing(folder)]
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"spool": str(spool), "queued": queued, "spooled_verdicts": spooled,
+                                     "quarantined": [{"path": str(q.folder), "kind": q.kind, "name": q.name,
+                                                      "time": q.time, "reason": q.reason} for q in held]},
+                                    indent=1, sort_keys=True) + "\n")
+        return 0
+    sys.stdout.write(f"spool {spool}: {queued} queue entr{'y' if queued == 1 else 'ies'}, "
+                     f"{spooled} spooled verdict(s), {len(held)} quarantined\n")
+    for q in held:
+        first = q.reason.splitlines()[0] if q.reason else ""
+        sys.stdout.write(f"quarantined {q.time} {q.kind}: {q.name}: {first} ({q.folder})\n")
     return 0
 
 
@@ -129,6 +154,9 @@ def register(sub: Any) -> None:
     add_config_option(fin)
     fin.add_argument("--poll", type=float, help="seconds between passes (default finalizer.poll_interval_s)")
     fin.add_argument("-v", "--verbose", action="store_true", help="print one JSON line per finished job")
+    fin.add_argument("--status", action="store_true",
+                     help="print what waits in the spool and one line per quarantined entry, then exit")
+    fin.add_argument("--format", choices=("table", "json"), default="table", help="--status output format")
     fin.set_defaults(func=cmd_finalize)
 
     rem = sub.add_parser("remediate", help="inspect or undo slurm-attrib's drains",

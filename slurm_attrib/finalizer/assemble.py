@@ -79,9 +79,15 @@ def write_bundle(parts: BundleParts, dest: Path) -> Path:
     for rel, data in sorted(parts.files.files.items()):
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp / rel).write_bytes(data)
+    skipped: list[str] = []
     for node, folder in sorted(parts.node_dirs.items()):
-        nodebundles.copy_evidence(folder, tmp, node)
-    if dest.exists():
+        nodebundles.copy_evidence(folder, tmp, node, skipped=skipped)
+    if skipped:
+        parts.notes.extend(skipped)
+        (tmp / "job.yaml").write_text(yaml.safe_dump(job_yaml(parts), sort_keys=False), encoding="utf-8")
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        dest.unlink()
+    elif dest.exists():
         shutil.rmtree(dest)
     os.replace(tmp, dest)
     return dest

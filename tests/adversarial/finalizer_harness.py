@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -70,6 +71,13 @@ def enqueue(spool: Path, job_id: str, cluster: str = "c", restart: str = "0", no
     return path
 
 
+MEMORY_LIMIT = 3 << 30  # address space of a finalizer under test: poison that balloons fails fast
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 class Site:
     """A spool, a store and a configuration in ``root``, and the environment to run finalizers in."""
 
@@ -94,13 +102,29 @@ class Site:
         """``slurm-attrib finalize --once`` on this site, to the end."""
         return subprocess.run(self.argv("finalize", "--once", "--spool", str(self.spool), "--store",
                                         str(self.store), *args),
-                              env=self.env, capture_output=True, text=True, timeout=timeout)
+                              env=self.env, capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=_limit_memory)
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         """``slurm-attrib finalize`` as a daemon (the caller stops it)."""
         return subprocess.Popen(self.argv("finalize", "--spool", str(self.spool), "--store", str(self.store),
                                           *args),
-                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_limit_memory)
+
+    def status(self) -> str:
+        result = subprocess.run(self.argv("finalize", "--status", "--spool", str(self.spool)), env=self.env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def node_bundle(self, key: str, node: str = "node-01", collection: str = "state: ok\n") -> Path:
+        folder = self.spool / "nodes" / key / node
+        (folder / "syslog").mkdir(parents=True, exist_ok=True)
+        (folder / "syslog" / f"{node}.log").write_text("")
+        (folder / "collection.yaml").write_text(collection)
+        return folder
 
     def done(self) -> dict[str, dict[str, Any]]:
-        return {p.stem: json.loads(p.read_text()) for p in sorted((self.spool / "done").glob("*.json"))}
+        return {p.stem: json.loads(p.read_text()) for p in sorted((self.spool / "done").glob("*.json"))
+                if p.is_file()}
