@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..connectors.spool import job_key as spool_job_key
 from ..safeio import read_regular
 from ..slurm import hostlist
 
@@ -23,7 +24,6 @@ MAX_ENTRY_BYTES = 1 << 20  # a hook's whole environment; far more than any real 
 MAX_DONE_BYTES = 1 << 20
 JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,10})?")  # a job id, or <array id>_<task id>
 RESTART_COUNT = re.compile(r"[0-9]{1,6}")  # ASCII digits: str.isdigit() also takes "²"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class BadEntry(ValueError):
@@ -82,17 +82,11 @@ class PendingJob:
         return hostlist.expand(ctld.get("SLURM_JOB_NODELIST") or comp.get("NODES", ""))
 
 
-def safe_component(text: str) -> str:
-    """``text`` as one path component of ``[A-Za-z0-9._-]`` (anything else becomes '_'), never '.' or
-    '..': the same rule as the node side (connectors/spool.py), so both name a job alike."""
-    name = _UNSAFE.sub("_", text.strip()) or "_"
-    return "_" if name in (".", "..") else name
-
-
 def job_key(cluster: str, job_id: str, restart_count: int) -> str:
     """``<cluster>_<raw job id>_<restart count>``: the name node bundles and queue entries share, one
-    path component under the spool whatever a hook's environment said."""
-    return f"{safe_component(cluster or 'cluster')}_{safe_component(job_id)}_{int(restart_count)}"
+    path component under the spool whatever a hook's environment said (``../../x`` becomes ``.._.._x``),
+    made by the node side's own function so both name a job alike."""
+    return spool_job_key(cluster, job_id, restart_count)
 
 
 def read_entry(path: Path) -> QueueEntry:
