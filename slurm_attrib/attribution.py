@@ -19,6 +19,7 @@ from .bundle import load_bundle
 from .config import StoreConfig
 from .engine import Engine, EngineSettings
 from .model import Diagnosis, JobFacts
+from .outage import Outage
 
 log = logging.getLogger("slurm_attrib.attribution")
 
@@ -92,14 +93,25 @@ def attribute(engine: Engine, bundle_dir: Union[str, os.PathLike[str]], store: O
 
 class SqliteVerdictStore:
     """The SQLite store (:mod:`slurm_attrib.store`): history read without creating or migrating the
-    file, verdicts recorded with their bundle, or spooled into ``spool_dir`` so none is lost."""
+    file, verdicts recorded with their bundle, or spooled into ``spool_dir`` so none is lost.
 
-    def __init__(self, config: StoreConfig, spool_dir: Union[str, os.PathLike[str]]) -> None:
+    With ``write_budget_s`` (the finalizer) a locked store is waited for about that long, not
+    ``busy_timeout_s`` times every retry; once it failed, verdicts go straight to the spool (one
+    WARNING) until a probe, at growing intervals, finds the store writable again."""
+
+    def __init__(self, config: StoreConfig, spool_dir: Union[str, os.PathLike[str]],
+                 write_budget_s: Optional[float] = None) -> None:
         from .store import StoreSettings
 
         self.path = config.path
         self.spool_dir = Path(spool_dir)
-        self.settings = StoreSettings(busy_timeout_s=config.busy_timeout_s, bundle_cap_bytes=config.max_bundle_bytes)
+        if write_budget_s is None:
+            self.settings = StoreSettings(busy_timeout_s=config.busy_timeout_s,
+                                          bundle_cap_bytes=config.max_bundle_bytes)
+        else:
+            self.settings = StoreSettings(busy_timeout_s=min(config.busy_timeout_s, write_budget_s / 2), retries=1,
+                                          backoff_s=0.05, bundle_cap_bytes=config.max_bundle_bytes)
+        self.outage = Outage(f"store {self.path}", log)
 
     def history(self, settings: EngineSettings, job: JobFacts, anchor: datetime, days: float) -> History:
         from .store import Store, StoreError, settings_with_history
@@ -112,18 +124,24 @@ class SqliteVerdictStore:
                 return History(settings_with_history(settings, store, list(job.nodes), anchor, days,
                                                              JobKey.of_job(job)))
         except StoreError as exc:
-            log.warning("node history unavailable: %s", exc)
+            log.info("node history unavailable: %s", exc)
             return History(settings, problem=str(exc))
 
     def record(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
         from .store import record_or_spool
         from .store.rows import verdict_id
 
+        consequence = f"verdicts are spooled to {self.spool_dir} until it is back"
+        if not self.outage.should_try():
+            spooled = _spool_now(diagnosis, bundle, verdict_time, self.spool_dir, self.settings)
+            return Stored(verdict_id(diagnosis), str(spooled), "store unavailable")
         done = record_or_spool(self.path, diagnosis, verdict_time, self.spool_dir, bundle_dir=bundle,
                                settings=self.settings)
         if done.result is not None:
+            self.outage.recovered()
             return Stored(done.result.verdict_id, "store")
-        log.warning("store unavailable (%s): verdict spooled to %s", done.reason, done.spooled)
+        self.outage.failed(done.reason, consequence)
+        log.info("verdict spooled to %s", done.spooled)
         return Stored(verdict_id(diagnosis), str(done.spooled), done.reason)
 
     def flush_spool(self) -> int:
@@ -132,9 +150,23 @@ class SqliteVerdictStore:
 
         if not self.spool_dir.is_dir() or not any(self.spool_dir.glob("verdict-*.json")):
             return 0
+        if not self.outage.should_try():
+            return 0
         try:
             with Store.open(self.path, self.settings) as store:
-                return len(import_spool(store, self.spool_dir).imported)
-        except StoreError as exc:
-            log.warning("spooled verdicts stay spooled: %s", exc)
+                count = len(import_spool(store, self.spool_dir).imported)
+        except StoreError as exc:  # StoreBusy included
+            self.outage.failed(str(exc), f"spooled verdicts wait in {self.spool_dir}")
             return 0
+        self.outage.recovered()
+        return count
+
+
+def _spool_now(diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime, spool_dir: Path,
+               settings: Any) -> Path:
+    """Spool a verdict without trying the store (it is known to be down)."""
+    from .store import packing
+    from .store.spool import spool_verdict
+
+    packed = packing.pack_bundle(bundle, settings.bundle_cap_bytes)
+    return spool_verdict(spool_dir, diagnosis, verdict_time, packed, packing.gpus_per_node_in_dir(bundle))

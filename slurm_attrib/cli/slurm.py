@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,7 +57,7 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
     slurm = open_slurm(config.finalizer.backend, config.finalizer.command_timeout_s)
     engine = Engine.from_config(config)
     store_config = replace(config.store, path=store_path or os.environ.get(STORE_ENV) or config.store.path)
-    store = SqliteVerdictStore(store_config, spool / "verdicts")
+    store = SqliteVerdictStore(store_config, spool / "verdicts", write_budget_s=config.finalizer.store_write_budget_s)
     remediator = Remediator(config.remediation, slurm, DrainLedger(Path(config.remediation.state_file))) \
         if config.remediation.drain else None
     return Finalizer(config=config, spool=spool, slurm=slurm, engine=engine, store=store, remediator=remediator)
@@ -74,11 +75,13 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 
     lock = SpoolLock.acquire(spool)  # held until this process ends
     finalizer = build_finalizer(config, spool, args.store)
-    stop: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    finalizer.stopping = stop.is_set  # a step ends after the job in hand; the sleep ends at once
     poll = args.poll if args.poll is not None else config.finalizer.poll_interval_s
+    finalizer.clean_temp()
     last_prune = 0.0
-    while not stop:
+    while not stop.is_set():
         if time.time() - last_prune > 3600:  # at start (what a crash left behind), then hourly
             finalizer.prune(_now())
             last_prune = time.time()
@@ -88,7 +91,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
         if args.once and finalizer.idle():
             break
-        time.sleep(poll)
+        stop.wait(poll)
     lock.release()
     return 0
 

@@ -23,6 +23,7 @@ from ..config import Config
 from ..connectors import applog, sacct
 from ..connectors.base import EvidenceSource, Window, collect_all
 from ..engine import Engine
+from ..outage import Outage
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
 from . import assemble, comment, jobinfo, nodebundles, queue
@@ -70,9 +71,11 @@ class Finalizer:
     store: VerdictStore
     remediator: Optional[Any] = None
     on_result: Optional[Callable[[Result], None]] = None
+    stopping: Callable[[], bool] = field(default=lambda: False)  # SIGTERM: end the step after this job
     _work: dict[str, _Work] = field(default_factory=dict)
     _comments: list[_PendingComment] = field(default_factory=list)
     _loaded: bool = False
+    _slurm_outage: Outage = field(default_factory=lambda: Outage("Slurm commands", log))
 
     # ---------------------------------------------------------------- the loop body
     def step(self, now: datetime) -> list[Result]:
@@ -86,6 +89,8 @@ class Finalizer:
         for path, reason in bad:
             self._quarantine("queue entry", path.name, [path], reason)
         for job in jobs:
+            if self.stopping():
+                break
             result = self._process_isolated(job, now)
             if result.outcome != "waiting":
                 self._work.pop(job.key, None)
@@ -106,9 +111,10 @@ class Finalizer:
         quarantine with the reason."""
         retry_at = now.timestamp() + self.config.finalizer.sacct_retry_delay_s
         try:
-            return self.process(job, now)
+            result = self.process(job, now)
         except SlurmError as exc:
-            log.warning("%s: Slurm error, will retry: %s", job.key, exc)
+            self._slurm_outage.failed(str(exc), "queued jobs wait")
+            log.info("%s: Slurm error, will retry: %s", job.key, exc)
             self._work.setdefault(job.key, _Work()).next_try = retry_at
             return Result(job.key, "waiting", detail=str(exc))
         except OSError as exc:
@@ -119,6 +125,9 @@ class Finalizer:
             return Result(job.key, "waiting", detail=str(exc))
         except Exception as exc:  # poison input of any kind must not stop the others
             return self._quarantine_job(job, exc)
+        if result.outcome != "waiting":
+            self._slurm_outage.recovered()
+        return result
 
     def _quarantine_job(self, job: queue.PendingJob, exc: BaseException) -> Result:
         reason = f"{type(exc).__name__}: {exc}"
@@ -321,7 +330,8 @@ class Finalizer:
             try:
                 text = self._try_comment(pending)
             except SlurmError as exc:
-                log.warning("%s: AdminComment: %s", pending.key, exc)
+                self._slurm_outage.failed(str(exc), "AdminComments wait")
+                log.info("%s: AdminComment: %s", pending.key, exc)
                 text = ""
             if text:
                 self._comments.remove(pending)
@@ -357,18 +367,38 @@ class Finalizer:
         log.warning("%s %s quarantined in %s: %s", kind, name, entry, reason.splitlines()[0] if reason else "")
 
     def prune(self, now: datetime) -> int:
-        """Forget done markers and assembled bundles older than ``finalizer.done_retention_days``. A link
-        is removed as a link (never followed); one entry that cannot be removed does not stop the rest."""
+        """Forget done markers and assembled bundles older than ``finalizer.done_retention_days``, and
+        node bundles as old that no queued job will ever read (their job's queue entry never came). A
+        link is removed as a link (never followed); an entry that cannot be removed does not stop the rest."""
         limit = now.timestamp() - self.config.finalizer.done_retention_days * 86400
+        jobs, _ = queue.scan_queue(self.spool)
+        pending = {job.key for job in jobs}
         removed = 0
-        for folder in (self.spool / "done", self.spool / "jobs"):
+        for folder in (self.spool / "done", self.spool / "jobs", self.spool / "nodes"):
             for path in sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []:
+                if folder.name == "nodes" and path.name in pending:
+                    continue
                 try:
                     if path.lstat().st_mtime < limit:
                         _remove(path)
                         removed += 1
                 except OSError as exc:
                     log.warning("prune: cannot remove %s: %s", path, exc)
+        return removed
+
+    def clean_temp(self) -> int:
+        """Remove the temporary copies an earlier finalizer left when it died or the disk filled
+        (``.tmp-*`` in jobs/, done/, verdicts/; only this process writes there, it holds the spool lock)."""
+        removed = 0
+        for folder in (self.spool / "jobs", self.spool / "done", self.spool / "verdicts"):
+            for path in sorted(folder.glob(".tmp-*")) if folder.is_dir() and not folder.is_symlink() else []:
+                try:
+                    _remove(path)
+                    removed += 1
+                except OSError as exc:
+                    log.warning("cannot remove the temporary %s: %s", path, exc)
+        if removed:
+            log.info("removed %d temporary file(s) an earlier run left in %s", removed, self.spool)
         return removed
 
 
