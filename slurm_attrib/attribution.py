@@ -39,7 +39,8 @@ class History:
 
 @dataclass(frozen=True)
 class Stored:
-    """Where a verdict went: ``where`` is ``store`` or the spooled file's path (``reason`` says why)."""
+    """Where a verdict went: ``where`` is ``store``, the spooled file's path (``reason`` says why), or
+    empty: not recorded (no spool to fall back on)."""
 
     verdict_id: str
     where: str
@@ -57,7 +58,9 @@ class Attribution:
     def warnings(self) -> list[str]:
         """What an operator should know about how this verdict was made and kept."""
         found = [f"no history from the store ({self.history.problem})"] if self.history.problem else []
-        if self.stored is not None and self.stored.where != "store":
+        if self.stored is not None and not self.stored.where:
+            found.append(f"{self.stored.reason}; verdict not recorded (--spool-dir DIR would spool it)")
+        elif self.stored is not None and self.stored.where != "store":
             found.append(f"{self.stored.reason}; verdict spooled to {self.stored.where}")
         return found
 
@@ -95,16 +98,18 @@ class SqliteVerdictStore:
     """The SQLite store (:mod:`slurm_attrib.store`): history read without creating or migrating the
     file, verdicts recorded with their bundle, or spooled into ``spool_dir`` so none is lost.
 
-    With ``write_budget_s`` (the finalizer) a locked store is waited for about that long, not
+    Without ``spool_dir`` (``diagnose --store`` run by hand) a verdict the store refuses is not recorded
+    anywhere: it must not land in the production spool, which the finalizer would import into the
+    production store. With ``write_budget_s`` (the finalizer) a locked store is waited for about that long, not
     ``busy_timeout_s`` times every retry; once it failed, verdicts go straight to the spool (one
     WARNING) until a probe, at growing intervals, finds the store writable again."""
 
-    def __init__(self, config: StoreConfig, spool_dir: Union[str, os.PathLike[str]],
+    def __init__(self, config: StoreConfig, spool_dir: Optional[Union[str, os.PathLike[str]]],
                  write_budget_s: Optional[float] = None) -> None:
         from .store import StoreSettings
 
         self.path = config.path
-        self.spool_dir = Path(spool_dir)
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else None
         if write_budget_s is None:
             self.settings = StoreSettings(busy_timeout_s=config.busy_timeout_s,
                                           bundle_cap_bytes=config.max_bundle_bytes)
@@ -131,6 +136,8 @@ class SqliteVerdictStore:
         from .store import record_or_spool
         from .store.rows import verdict_id
 
+        if self.spool_dir is None:
+            return self._record_or_not(diagnosis, bundle, verdict_time)
         consequence = f"verdicts are spooled to {self.spool_dir} until it is back"
         if not self.outage.should_try():
             spooled = _spool_now(diagnosis, bundle, verdict_time, self.spool_dir, self.settings)
@@ -144,11 +151,21 @@ class SqliteVerdictStore:
         log.info("verdict spooled to %s", done.spooled)
         return Stored(verdict_id(diagnosis), str(done.spooled), done.reason)
 
+    def _record_or_not(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
+        from .store import Store, StoreError
+        from .store.rows import verdict_id
+
+        try:
+            with Store.open(self.path, self.settings) as store:
+                return Stored(store.record(diagnosis, verdict_time, bundle_dir=bundle).verdict_id, "store")
+        except StoreError as exc:
+            return Stored(verdict_id(diagnosis), "", str(exc))
+
     def flush_spool(self) -> int:
         """Load spooled verdicts into the store once it is writable again; how many loaded."""
         from .store import Store, StoreError, import_spool
 
-        if not self.spool_dir.is_dir() or not any(self.spool_dir.glob("verdict-*.json")):
+        if self.spool_dir is None or not self.spool_dir.is_dir() or not any(self.spool_dir.glob("verdict-*.json")):
             return 0
         if not self.outage.should_try():
             return 0
