@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import quarantine
-from ..attribution import VerdictStore, attribute
+from ..attribution import VerdictStore
 from ..config import Config
 from ..connectors import applog, sacct
 from ..connectors.base import EvidenceSource, Window, collect_all
@@ -26,7 +26,7 @@ from ..engine import Engine
 from ..outage import Outage
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
-from . import assemble, comment, jobinfo, nodebundles, queue
+from . import assemble, budget, comment, jobinfo, nodebundles, queue
 
 log = logging.getLogger("slurm_attrib.finalizer")
 JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
@@ -225,11 +225,14 @@ class Finalizer:
     # ---------------------------------------------------------------- diagnosis
     def _diagnose(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime,
                   records: list[Any]) -> Result:
+        cfg = self.config.finalizer
         parts = self._gather(job, info, now, records)
         dest = assemble.write_bundle(parts, self.spool / "jobs" / job.key)
-        done = attribute(self.engine, dest, self.store, now, self.config.finalizer.history_days)
+        done = budget.diagnose_within(self.engine, dest, self.store, now, cfg.history_days,
+                                      cfg.diagnosis_budget_s, cfg.diagnosis_tail_bytes)
         diag_dict = done.diagnosis.to_dict()
-        verdict_id, where = (done.stored.verdict_id, done.stored.where) if done.stored else ("", "")
+        stored = self.store.record(diag_dict, dest, now)
+        verdict_id, where = stored.verdict_id, stored.where
         ref = comment.job_ref(info.job_id, info.array_job_id, info.array_task_id)
         segment = comment.verdict_segment(diag_dict, verdict_id)
         written = ""
