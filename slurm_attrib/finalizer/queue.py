@@ -146,8 +146,12 @@ def remove_entries(job: PendingJob) -> None:
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep half-written copies
+        raise
 
 
 def read_done(spool: Path, key: str) -> Optional[dict[str, Any]]:

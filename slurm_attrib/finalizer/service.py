@@ -76,6 +76,7 @@ class Finalizer:
     _comments: list[_PendingComment] = field(default_factory=list)
     _loaded: bool = False
     _slurm_outage: Outage = field(default_factory=lambda: Outage("Slurm commands", log))
+    _disk_outage: Outage = field(default_factory=lambda: Outage("spool filesystem", log))
 
     # ---------------------------------------------------------------- the loop body
     def step(self, now: datetime) -> list[Result]:
@@ -120,13 +121,15 @@ class Finalizer:
         except OSError as exc:
             if exc.errno not in TRANSIENT_ERRNOS:
                 return self._quarantine_job(job, exc)
-            log.warning("%s: %s, will retry", job.key, exc)
+            self._disk_outage.failed(str(exc), "jobs wait")
+            log.info("%s: %s, will retry", job.key, exc)
             self._work.setdefault(job.key, _Work()).next_try = retry_at
             return Result(job.key, "waiting", detail=str(exc))
         except Exception as exc:  # poison input of any kind must not stop the others
             return self._quarantine_job(job, exc)
         if result.outcome != "waiting":
             self._slurm_outage.recovered()
+            self._disk_outage.recovered()
         return result
 
     def _quarantine_job(self, job: queue.PendingJob, exc: BaseException) -> Result:

@@ -127,4 +127,4 @@ class Site:
 
     def done(self) -> dict[str, dict[str, Any]]:
         return {p.stem: json.loads(p.read_text()) for p in sorted((self.spool / "done").glob("*.json"))
-                if p.is_file()}
+                if p.is_file() and not p.name.startswith(".tmp-")}

@@ -124,3 +124,42 @@ def test_orphaned_node_bundles_are_pruned_and_those_of_queued_jobs_kept(tmp_path
         daemon.terminate()
         daemon.wait(timeout=30)
     assert not orphan.parent.exists() and waiting.is_dir()
+
+
+def _tmpfs(path: Path, size: str) -> bool:
+    path.mkdir()
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True).returncode == 0
+
+
+def test_a_full_disk_leaves_no_temporary_copies_and_the_job_goes_through_once_there_is_room(
+        tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    if os.geteuid() != 0 or not _tmpfs(disk, "16m"):
+        import pytest
+
+        pytest.skip("needs root and tmpfs to make a full filesystem")
+    try:
+        site = Site(disk)
+        enqueue(site.spool, "1")
+        with open(site.node_bundle("c_1_0") / "syslog" / "node-01.log", "wb") as handle:
+            handle.write(os.urandom(1 << 20))
+        filler = disk / "filler"
+        free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+        with open(filler, "wb") as handle:  # the rest of the disk, but for a little
+            handle.write(os.urandom(free - (300 << 10)))
+        daemon = site.start()
+        time.sleep(4)
+        assert daemon.poll() is None  # it did not die on ENOSPC
+        assert not list((site.spool / "jobs").glob(".tmp-*")) and "c_1_0" not in site.done()
+        filler.unlink()
+        deadline = time.monotonic() + 30
+        while "c_1_0" not in site.done() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        daemon.terminate()
+        _, err = daemon.communicate(timeout=30)
+        assert site.done()["c_1_0"]["outcome"] == "diagnosed", err[-3000:]
+        warnings = [line for line in err.splitlines() if " WARNING " in line]
+        assert len(warnings) == 1 and "spool filesystem unavailable" in warnings[0], warnings
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
