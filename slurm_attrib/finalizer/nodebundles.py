@@ -28,7 +28,7 @@ def bundle_dir(spool: Path, key: str, node: str) -> Path:
 def arrived(spool: Path, key: str) -> dict[str, Path]:
     """Node → its bundle directory, for every complete (renamed into place) bundle of the job."""
     folder = spool / "nodes" / key
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():  # a link would pass off another tree as node bundles
         return {}
     return {p.name: p for p in sorted(folder.iterdir())
             if not p.name.startswith(".tmp-") and p.is_dir() and not p.is_symlink()}
@@ -38,7 +38,7 @@ def staged(spool: Path, key: str) -> list[str]:
     """Nodes whose collector began a bundle (``.tmp-<node>-<pid>``) and never renamed it into place:
     the collector hung or was killed at the Epilog budget."""
     folder = spool / "nodes" / key
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():
         return []
     names = {m.group(1) for p in folder.iterdir() if (m := re.match(r"^\.tmp-(.+)-\d+$", p.name)) and p.is_dir()}
     return sorted(names)
@@ -121,5 +121,7 @@ def _copy_one(item: Path, target: Path, limit: int, name: str, skipped: Optional
 
 def remove(spool: Path, key: str) -> None:
     folder = spool / "nodes" / key
-    if folder.is_dir():
+    if folder.is_symlink():
+        folder.unlink()  # the link only, never what it points at
+    elif folder.is_dir():
         shutil.rmtree(folder, ignore_errors=True)

@@ -14,6 +14,7 @@ import shutil
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -88,7 +89,7 @@ class Finalizer:
         results = [r for r in self._retry_comments(t)]
         jobs, bad = queue.scan_queue(self.spool)
         for path, reason in bad:
-            self._quarantine("queue entry", path.name, [path], reason)
+            self._guarded(f"quarantining {path}", partial(self._quarantine, "queue entry", path.name, [path], reason))
         for job in jobs:
             if self.stopping():
                 break
@@ -136,7 +137,12 @@ class Finalizer:
         reason = f"{type(exc).__name__}: {exc}"
         where = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3))
         paths = [e.path for e in job.entries] + [self.spool / "nodes" / job.key, self.spool / "jobs" / job.key]
-        self._quarantine("job", job.key, paths, f"{reason}\n{where}")
+        try:
+            self._quarantine("job", job.key, paths, f"{reason}\n{where}")
+        except OSError as move:  # cannot even set it aside: leave it alone for the life of this process
+            log.error("%s: %s, and it cannot be quarantined (%s): skipped until restart", job.key, reason, move)
+            self._work.setdefault(job.key, _Work()).next_try = float("inf")
+            return Result(job.key, "waiting", detail=reason)
         self._work.pop(job.key, None)
         return Result(job.key, "quarantined", detail=reason)
 

@@ -104,3 +104,19 @@ def test_a_stdout_that_is_a_fifo_is_never_opened(tmp_path: Path) -> None:
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_a_node_bundle_folder_that_is_a_symlink_is_not_read_or_removed(tmp_path: Path) -> None:
+    """``nodes/<job key>`` linked to another tree: its files are not copied into the job bundle (and
+    so into the store), and removing the job's node bundles removes the link only."""
+    site = Site(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "node-01" / "syslog").mkdir(parents=True)
+    (elsewhere / "node-01" / "syslog" / "node-01.log").write_text("root's secret\n")
+    (site.spool / "nodes" / "c_1_0").symlink_to(elsewhere)
+    enqueue(site.spool, "1")
+    result = site.finalize()
+    assert result.returncode == 0, result.stderr
+    assert not (site.spool / "jobs" / "c_1_0" / "syslog").exists()
+    assert (elsewhere / "node-01" / "syslog" / "node-01.log").read_text() == "root's secret\n"
+    assert not os.path.lexists(site.spool / "nodes" / "c_1_0")
