@@ -22,6 +22,7 @@ from .model import Diagnosis, JobFacts
 from .outage import Outage
 
 log = logging.getLogger("slurm_attrib.attribution")
+IMPORT_BATCH = 50  # spooled verdicts loaded per finalizer step: a backlog never holds the loop (or SIGTERM) long
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class SqliteVerdictStore:
             return 0
         try:
             with Store.open(self.path, self.settings) as store:
-                count = len(import_spool(store, self.spool_dir).imported)
+                count = len(import_spool(store, self.spool_dir, IMPORT_BATCH).imported)
         except StoreError as exc:  # StoreBusy included
             self.outage.failed(str(exc), f"spooled verdicts wait in {self.spool_dir}")
             return 0

@@ -104,16 +104,16 @@ def record_or_spool(store_path: Union[str, os.PathLike[str]], diagnosis: Union[D
         return Recorded(spooled=spool_verdict(spool_dir, diag, verdict_time, bundle, gpus), reason=str(exc))
 
 
-def import_spool(store: Store, spool_dir: Union[str, os.PathLike[str]]) -> SpoolImport:
+def import_spool(store: Store, spool_dir: Union[str, os.PathLike[str]], limit: Optional[int] = None) -> SpoolImport:
     """Load every spooled verdict into ``store`` (oldest name first) and delete the files that loaded.
     A file that cannot be a verdict (not a regular file, not JSON, a list, a number SQLite cannot hold)
     is moved into ``<spool_dir>/quarantine/`` with the reason; a store that is busy or unwritable ends
-    the import (StoreBusy) and leaves the rest for later."""
+    the import (StoreBusy) and leaves the rest for later, as does ``limit`` (files looked at per call)."""
     done = SpoolImport()
     folder = Path(spool_dir)
     if not folder.is_dir():
         return done
-    for path in sorted(folder.glob("verdict-*.json")):
+    for path in sorted(folder.glob("verdict-*.json"))[:limit]:
         try:
             _import_one(store, path)
         except StoreBusy:
