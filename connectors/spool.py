@@ -22,6 +22,7 @@ Inside it only root can create or replace anything, so no path below it can be s
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -47,6 +48,7 @@ __all__ = [
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 PRIVATE_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -62,11 +64,16 @@ def job_key(cluster: str, job_id: str, restart_count: int) -> str:
 
 
 class NodeBundle:
-    """A node bundle being built in a staging directory; files are created, never overwritten."""
+    """A node bundle being built in a staging directory; files are created, never overwritten.
+
+    Files are written relative to a descriptor of the staging directory taken when it was made, each
+    component opened without following a link: swapping the staging directory (or a folder in it) for a
+    symlink afterwards cannot steer root's writes anywhere else."""
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
         self.bytes = 0
+        self._fd: Optional[int] = None
 
     @classmethod
     def create(cls, parent: Path, node: str) -> NodeBundle:
@@ -75,19 +82,42 @@ class NodeBundle:
         if staging.exists() or staging.is_symlink():
             shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(mode=DIR_MODE)
-        return cls(staging)
+        bundle = cls(staging)
+        bundle._directory()
+        return bundle
+
+    def _directory(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.staging, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def write(self, rel: str, data: bytes) -> int:
-        path = self.staging / rel
-        path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, FILE_MODE)
+        parts = rel.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise ValueError(f"{rel!r}: not a plain relative path")
+        folder = os.dup(self._directory())
+        try:
+            for name in parts[:-1]:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, DIR_MODE, dir_fd=folder)
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, FILE_MODE, dir_fd=folder)
+        finally:
+            os.close(folder)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         self.bytes += len(data)
         return len(data)
 
     def discard(self) -> None:
+        self.close()
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def tar_gz(self) -> bytes:
@@ -113,6 +143,7 @@ def publish(bundle: NodeBundle, parent: Path, node: str) -> Path:
         shutil.copytree(staging, local, symlinks=True)
         shutil.rmtree(staging, ignore_errors=True)
         staging = local
+        bundle.close()
         bundle.staging = local
     old: Optional[Path] = None
     if final.exists() or final.is_symlink():
@@ -120,6 +151,7 @@ def publish(bundle: NodeBundle, parent: Path, node: str) -> Path:
         shutil.rmtree(old, ignore_errors=True)
         os.rename(final, old)
     os.rename(staging, final)
+    bundle.close()
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return final

@@ -120,3 +120,27 @@ def test_a_node_bundle_folder_that_is_a_symlink_is_not_read_or_removed(tmp_path:
     assert not (site.spool / "jobs" / "c_1_0" / "syslog").exists()
     assert (elsewhere / "node-01" / "syslog" / "node-01.log").read_text() == "root's secret\n"
     assert not os.path.lexists(site.spool / "nodes" / "c_1_0")
+
+
+def test_a_staging_directory_swapped_for_a_symlink_does_not_steer_the_writes(tmp_path: Path) -> None:
+    """The collector's staging directory is replaced by a link to a root-only directory while it
+    collects: what it writes next still lands in the directory it made, never in the link's target."""
+    from connectors.spool import NodeBundle
+
+    root_only = tmp_path / "root-only"
+    root_only.mkdir(mode=0o700)
+    bundle = NodeBundle.create(tmp_path / "spool" / "nodes" / "c_1_0", "node-01")
+    bundle.write("syslog/node-01.log", b"first\n")
+    made = bundle.staging.with_name("moved-away")
+    bundle.staging.rename(made)
+    bundle.staging.symlink_to(root_only)
+    bundle.write("facts/node-01.yaml", b"boot_time: 1\n")
+    (made / "syslog" / "inner").mkdir()
+    os.rename(made / "syslog" / "inner", made / "elsewhere")
+    (made / "syslog" / "inner").symlink_to(root_only)
+    bundle.write("syslog/inner2/x.log", b"x\n")
+    with pytest.raises(OSError):
+        bundle.write("syslog/inner/x.log", b"x\n")  # a link inside the staging directory is not followed
+    assert os.listdir(root_only) == []
+    assert (made / "facts" / "node-01.yaml").read_bytes() == b"boot_time: 1\n"
+    bundle.close()
