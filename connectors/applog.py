@@ -3,11 +3,12 @@
 One :class:`JobOutputSource` per output file (:func:`job_output_sources`: stdout, and stderr when it is
 another file); each writes ``applog/<bundle name>`` and reports the path it read as its query.
 
-Choice (documented in the README): open with ``O_NOFOLLOW`` (a symlink a user planted as the output
-path is never followed) and ``O_NONBLOCK`` (a FIFO cannot hang us), then ``fstat`` the open descriptor
-and accept it only when it is a regular file owned by the job's uid (a hard link or a path through a
-symlinked directory to someone else's file fails the owner check). Only the last
-``app_log_tail_bytes`` are read.
+Choice (documented in the README): the path is opened through :func:`slurm_attrib.safeio.open_regular`:
+``lstat`` first, so a FIFO or a device is never opened at all (opening ``/dev/watchdog`` arms the
+watchdog), then ``O_NOFOLLOW`` (a symlink a user planted as the output path is never followed) and
+``O_NONBLOCK``, then ``fstat`` the open descriptor (the same file as the ``lstat``) and accept it only
+when it is a regular file owned by the job's uid (a hard link or a path through a symlinked directory
+to someone else's file fails the owner check). Only the last ``app_log_tail_bytes`` are read.
 
 Filename patterns (sbatch "filename pattern"): ``%j`` raw job id, ``%u`` user, ``%x`` job name, ``%N``
 short name of the batch host (the first node), ``%A`` array job id (the job id when not an array),
@@ -18,12 +19,14 @@ are those of the batch step: ``%n`` → 0, ``%t`` → 0, ``%s`` → ``batch``. A
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from typing import Optional
+
+from slurm_attrib.safeio import open_regular
 
 from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
 
@@ -71,14 +74,14 @@ def read_tail(path: str, owner_uid: Optional[int], limit: int) -> AppLogRead:
     if not path or path == "/dev/null":
         return AppLogRead(path, "skipped", "no output file")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        handle = open_regular(path)  # lstat first: a device or FIFO is never opened (/dev/watchdog arms)
     except OSError as exc:
-        why = "a symbolic link: not followed" if exc.errno == 40 else (exc.strerror or str(exc))
+        why = ("a symbolic link: not followed" if exc.errno == errno.ELOOP
+               else "not a regular file" if exc.errno is None else (exc.strerror or str(exc)))
         return AppLogRead(path, "error", why)
-    try:
+    with handle:
+        fd = handle.fileno()
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return AppLogRead(path, "error", "not a regular file")
         if owner_uid is None:
             return AppLogRead(path, "error", "the job's uid is unknown: owner cannot be checked")
         if st.st_uid != owner_uid:
@@ -86,8 +89,6 @@ def read_tail(path: str, owner_uid: Optional[int], limit: int) -> AppLogRead:
         start = max(0, st.st_size - limit)
         os.lseek(fd, start, os.SEEK_SET)
         data = _read_all(fd, limit)
-    finally:
-        os.close(fd)
     return AppLogRead(path, "ok" if data else "empty", f"tail of {len(data)} bytes" if start else "", data,
                       st.st_size)
 

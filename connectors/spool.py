@@ -12,14 +12,23 @@ With an HTTP URL the bundle is built in a local temporary directory, POSTed as a
 headers ``X-Slurm-Attrib-Job-Key`` and ``X-Slurm-Attrib-Node``, and only on failure published to the
 directory spool. When the spool cannot be written, the local fallback directory is used (and the
 reason is reported, so the wrapper logs it).
+
+The fallback lives in a world-writable place (``/var/tmp``), where a user can create it first and later
+swap a directory inside it for a symlink, steering root's writes into a root-only directory. So it is
+used only when it is a real directory (not a link) owned by the collector's uid with mode 0700, in a
+parent that others cannot rename it out of (not writable by them, or sticky): :func:`private_dir`.
+Inside it only root can create or replace anything, so no path below it can be swapped.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +41,14 @@ __all__ = [
     "UrllibPoster",
     "deliver",
     "job_key",
+    "private_dir",
     "safe_name",
 ]
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
+PRIVATE_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -52,11 +64,16 @@ def job_key(cluster: str, job_id: str, restart_count: int) -> str:
 
 
 class NodeBundle:
-    """A node bundle being built in a staging directory; files are created, never overwritten."""
+    """A node bundle being built in a staging directory; files are created, never overwritten.
+
+    Files are written relative to a descriptor of the staging directory taken when it was made, each
+    component opened without following a link: swapping the staging directory (or a folder in it) for a
+    symlink afterwards cannot steer root's writes anywhere else."""
 
     def __init__(self, staging: Path) -> None:
         self.staging = staging
         self.bytes = 0
+        self._fd: Optional[int] = None
 
     @classmethod
     def create(cls, parent: Path, node: str) -> NodeBundle:
@@ -65,19 +82,42 @@ class NodeBundle:
         if staging.exists() or staging.is_symlink():
             shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(mode=DIR_MODE)
-        return cls(staging)
+        bundle = cls(staging)
+        bundle._directory()
+        return bundle
+
+    def _directory(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.staging, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def write(self, rel: str, data: bytes) -> int:
-        path = self.staging / rel
-        path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, FILE_MODE)
+        parts = rel.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise ValueError(f"{rel!r}: not a plain relative path")
+        folder = os.dup(self._directory())
+        try:
+            for name in parts[:-1]:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, DIR_MODE, dir_fd=folder)
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, FILE_MODE, dir_fd=folder)
+        finally:
+            os.close(folder)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         self.bytes += len(data)
         return len(data)
 
     def discard(self) -> None:
+        self.close()
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def tar_gz(self) -> bytes:
@@ -103,6 +143,7 @@ def publish(bundle: NodeBundle, parent: Path, node: str) -> Path:
         shutil.copytree(staging, local, symlinks=True)
         shutil.rmtree(staging, ignore_errors=True)
         staging = local
+        bundle.close()
         bundle.staging = local
     old: Optional[Path] = None
     if final.exists() or final.is_symlink():
@@ -110,6 +151,7 @@ def publish(bundle: NodeBundle, parent: Path, node: str) -> Path:
         shutil.rmtree(old, ignore_errors=True)
         os.rename(final, old)
     os.rename(staging, final)
+    bundle.close()
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return final
@@ -146,6 +188,28 @@ class Delivery:
     notes: tuple[str, ...]
 
 
+def private_dir(path: Path) -> Path:
+    """``path``, created 0700 when missing; OSError (EPERM) unless it is a directory, not a symlink,
+    owned by this process's uid, closed to group and others, in a parent others cannot rename it out of."""
+    parent = path.parent
+    parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, PRIVATE_MODE)
+        os.chmod(path, PRIVATE_MODE, follow_symlinks=False)  # the umask may have taken bits away; never more
+    except FileExistsError:
+        pass
+    st, up, me = os.lstat(path), os.stat(parent), os.geteuid()
+    problem = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else
+               "is not a directory" if not stat.S_ISDIR(st.st_mode) else
+               f"is owned by uid {st.st_uid}, not {me}" if st.st_uid != me else
+               f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700" if st.st_mode & 0o077 else
+               f"is in {parent}, which others can write and rename it out of"
+               if up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX else "")
+    if problem:
+        raise OSError(errno.EPERM, f"fallback spool {path} {problem}: not used")
+    return path
+
+
 def stage(spool: Path, fallback: Path, key: str, node: str, http: bool) -> tuple[NodeBundle, list[str]]:
     """Create the staging directory: local temp dir for HTTP, else in the spool (else the fallback)."""
     notes: list[str] = []
@@ -155,7 +219,7 @@ def stage(spool: Path, fallback: Path, key: str, node: str, http: bool) -> tuple
         return NodeBundle.create(spool / "nodes" / key, node), notes
     except OSError as exc:
         notes.append(f"spool {spool} not writable ({exc.strerror or exc}); using {fallback}")
-        return NodeBundle.create(fallback / "nodes" / key, node), notes
+        return NodeBundle.create(private_dir(fallback) / "nodes" / key, node), notes
 
 
 def deliver(bundle: NodeBundle, spool: Path, fallback: Path, key: str, node: str, http_url: str = "",
@@ -173,9 +237,9 @@ def deliver(bundle: NodeBundle, spool: Path, fallback: Path, key: str, node: str
         except (OSError, ValueError) as exc:  # urllib's URLError is an OSError
             notes.append(f"POST {http_url}: {exc}")
     if bundle.staging.parent == fallback / "nodes" / key:
-        return Delivery("fallback", str(publish(bundle, fallback / "nodes" / key, node)), tuple(notes))
+        return Delivery("fallback", str(publish(bundle, private_dir(fallback) / "nodes" / key, node)), tuple(notes))
     try:
         return Delivery("spool", str(publish(bundle, spool / "nodes" / key, node)), tuple(notes))
     except OSError as exc:
         notes.append(f"spool {spool} not writable ({exc.strerror or exc}); using {fallback}")
-    return Delivery("fallback", str(publish(bundle, fallback / "nodes" / key, node)), tuple(notes))
+    return Delivery("fallback", str(publish(bundle, private_dir(fallback) / "nodes" / key, node)), tuple(notes))

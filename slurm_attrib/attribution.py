@@ -19,8 +19,10 @@ from .bundle import load_bundle
 from .config import StoreConfig
 from .engine import Engine, EngineSettings
 from .model import Diagnosis, JobFacts
+from .outage import Outage
 
 log = logging.getLogger("slurm_attrib.attribution")
+IMPORT_BATCH = 50  # spooled verdicts loaded per finalizer step: a backlog never holds the loop (or SIGTERM) long
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,8 @@ class History:
 
 @dataclass(frozen=True)
 class Stored:
-    """Where a verdict went: ``where`` is ``store`` or the spooled file's path (``reason`` says why)."""
+    """Where a verdict went: ``where`` is ``store``, the spooled file's path (``reason`` says why), or
+    empty: not recorded (no spool to fall back on)."""
 
     verdict_id: str
     where: str
@@ -56,7 +59,9 @@ class Attribution:
     def warnings(self) -> list[str]:
         """What an operator should know about how this verdict was made and kept."""
         found = [f"no history from the store ({self.history.problem})"] if self.history.problem else []
-        if self.stored is not None and self.stored.where != "store":
+        if self.stored is not None and not self.stored.where:
+            found.append(f"{self.stored.reason}; verdict not recorded (--spool-dir DIR would spool it)")
+        elif self.stored is not None and self.stored.where != "store":
             found.append(f"{self.stored.reason}; verdict spooled to {self.stored.where}")
         return found
 
@@ -92,14 +97,27 @@ def attribute(engine: Engine, bundle_dir: Union[str, os.PathLike[str]], store: O
 
 class SqliteVerdictStore:
     """The SQLite store (:mod:`slurm_attrib.store`): history read without creating or migrating the
-    file, verdicts recorded with their bundle, or spooled into ``spool_dir`` so none is lost."""
+    file, verdicts recorded with their bundle, or spooled into ``spool_dir`` so none is lost.
 
-    def __init__(self, config: StoreConfig, spool_dir: Union[str, os.PathLike[str]]) -> None:
+    Without ``spool_dir`` (``diagnose --store`` run by hand) a verdict the store refuses is not recorded
+    anywhere: it must not land in the production spool, which the finalizer would import into the
+    production store. With ``write_budget_s`` (the finalizer) a locked store is waited for about that long, not
+    ``busy_timeout_s`` times every retry; once it failed, verdicts go straight to the spool (one
+    WARNING) until a probe, at growing intervals, finds the store writable again."""
+
+    def __init__(self, config: StoreConfig, spool_dir: Optional[Union[str, os.PathLike[str]]],
+                 write_budget_s: Optional[float] = None) -> None:
         from .store import StoreSettings
 
         self.path = config.path
-        self.spool_dir = Path(spool_dir)
-        self.settings = StoreSettings(busy_timeout_s=config.busy_timeout_s, bundle_cap_bytes=config.max_bundle_bytes)
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else None
+        if write_budget_s is None:
+            self.settings = StoreSettings(busy_timeout_s=config.busy_timeout_s,
+                                          bundle_cap_bytes=config.max_bundle_bytes)
+        else:
+            self.settings = StoreSettings(busy_timeout_s=min(config.busy_timeout_s, write_budget_s / 2), retries=1,
+                                          backoff_s=0.05, bundle_cap_bytes=config.max_bundle_bytes)
+        self.outage = Outage(f"store {self.path}", log)
 
     def history(self, settings: EngineSettings, job: JobFacts, anchor: datetime, days: float) -> History:
         from .store import Store, StoreError, settings_with_history
@@ -112,29 +130,61 @@ class SqliteVerdictStore:
                 return History(settings_with_history(settings, store, list(job.nodes), anchor, days,
                                                              JobKey.of_job(job)))
         except StoreError as exc:
-            log.warning("node history unavailable: %s", exc)
+            log.info("node history unavailable: %s", exc)
             return History(settings, problem=str(exc))
 
     def record(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
         from .store import record_or_spool
         from .store.rows import verdict_id
 
+        if self.spool_dir is None:
+            return self._record_or_not(diagnosis, bundle, verdict_time)
+        consequence = f"verdicts are spooled to {self.spool_dir} until it is back"
+        if not self.outage.should_try():
+            spooled = _spool_now(diagnosis, bundle, verdict_time, self.spool_dir, self.settings)
+            return Stored(verdict_id(diagnosis), str(spooled), "store unavailable")
         done = record_or_spool(self.path, diagnosis, verdict_time, self.spool_dir, bundle_dir=bundle,
                                settings=self.settings)
         if done.result is not None:
+            self.outage.recovered()
             return Stored(done.result.verdict_id, "store")
-        log.warning("store unavailable (%s): verdict spooled to %s", done.reason, done.spooled)
+        self.outage.failed(done.reason, consequence)
+        log.info("verdict spooled to %s", done.spooled)
         return Stored(verdict_id(diagnosis), str(done.spooled), done.reason)
+
+    def _record_or_not(self, diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime) -> Stored:
+        from .store import Store, StoreError
+        from .store.rows import verdict_id
+
+        try:
+            with Store.open(self.path, self.settings) as store:
+                return Stored(store.record(diagnosis, verdict_time, bundle_dir=bundle).verdict_id, "store")
+        except StoreError as exc:
+            return Stored(verdict_id(diagnosis), "", str(exc))
 
     def flush_spool(self) -> int:
         """Load spooled verdicts into the store once it is writable again; how many loaded."""
         from .store import Store, StoreError, import_spool
 
-        if not self.spool_dir.is_dir() or not any(self.spool_dir.glob("verdict-*.json")):
+        if self.spool_dir is None or not self.spool_dir.is_dir() or not any(self.spool_dir.glob("verdict-*.json")):
+            return 0
+        if not self.outage.should_try():
             return 0
         try:
             with Store.open(self.path, self.settings) as store:
-                return len(import_spool(store, self.spool_dir).imported)
-        except StoreError as exc:
-            log.warning("spooled verdicts stay spooled: %s", exc)
+                count = len(import_spool(store, self.spool_dir, IMPORT_BATCH).imported)
+        except StoreError as exc:  # StoreBusy included
+            self.outage.failed(str(exc), f"spooled verdicts wait in {self.spool_dir}")
             return 0
+        self.outage.recovered()
+        return count
+
+
+def _spool_now(diagnosis: dict[str, Any], bundle: Path, verdict_time: datetime, spool_dir: Path,
+               settings: Any) -> Path:
+    """Spool a verdict without trying the store (it is known to be down)."""
+    from .store import packing
+    from .store.spool import spool_verdict
+
+    packed = packing.pack_bundle(bundle, settings.bundle_cap_bytes)
+    return spool_verdict(spool_dir, diagnosis, verdict_time, packed, packing.gpus_per_node_in_dir(bundle))

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import yaml
 
+from . import safeyaml
 from .errors import BundleError
 from .model import SOURCE_APP, SOURCE_DIAG, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
 from .safeio import read_regular
@@ -138,7 +139,7 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         return None
     try:
         data = read_regular(path, MAX_YAML_BYTES)
-        return yaml.load(data.decode("utf-8", errors="replace"), Loader=_JOB_LOADER)
+        return safeyaml.load(data.decode("utf-8", errors="replace"), loader=_JOB_LOADER)
     except (OSError, ValueError) as exc:
         problems.append(f"{path.name}: unreadable ({exc})")
     except yaml.YAMLError as exc:
@@ -291,12 +292,12 @@ def _load_node_facts(root: Path, problems: list[str]) -> dict[str, NodeFacts]:
             boot_time=_time(raw.get("boot_time"), f"facts/{path.name}: boot_time", problems),
             driver_version=_text(raw.get("driver_version")) or None,
             timezone=_text(raw.get("timezone")) or None,
-            gpus=_gpus(raw.get("gpus")),
+            gpus=_gpus(raw.get("gpus"), f"facts/{path.name}", problems),
         )
     return facts
 
 
-def _gpus(value: Any) -> tuple[tuple[str, str, int], ...]:
+def _gpus(value: Any, where: str, problems: list[str]) -> tuple[tuple[str, str, int], ...]:
     from .nvidia.parse import normalise_pci
 
     if not isinstance(value, list):
@@ -304,7 +305,12 @@ def _gpus(value: Any) -> tuple[tuple[str, str, int], ...]:
     out = []
     for i, gpu in enumerate(value):
         if isinstance(gpu, dict) and gpu.get("pci"):
-            out.append((normalise_pci(str(gpu["pci"])), _text(gpu.get("uuid")), _int(gpu.get("index"), i)))
+            try:
+                pci = normalise_pci(str(gpu["pci"]))
+            except ValueError as exc:
+                problems.append(f"{where}: gpus[{i}]: {exc}; skipped")
+                continue
+            out.append((pci, _text(gpu.get("uuid")), _int(gpu.get("index"), i)))
     return tuple(sorted(out))
 
 

@@ -70,6 +70,9 @@ class FinalizerConfig:
     done_retention_days: int = 14  # dedupe markers and assembled job bundles kept this long in the spool
     backend: str = "auto"  # Slurm access: auto (pyslurm when it matches the installed Slurm) | cli | pyslurm
     log_file: str = ""  # the daemon's log file; empty: stderr (journald under systemd)
+    store_write_budget_s: float = 2.0  # wait this long for a locked store, then spool the verdict and go on
+    diagnosis_budget_s: float = 300.0  # one diagnosis; past it: again on the files' tails, then on the facts alone
+    diagnosis_tail_bytes: int = 4 << 20  # what is kept of each evidence file when the budget ran out
 
 
 @dataclass(frozen=True)

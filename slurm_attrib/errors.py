@@ -29,3 +29,9 @@ class ConfigError(AttribError):
     """The configuration is invalid."""
 
     exit_code = 2
+
+
+class FinalizerRunning(AttribError):
+    """Another finalizer holds the spool's lock: two would process every job twice."""
+
+    exit_code = 75  # EX_TEMPFAIL: try again once the other one is gone

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..attribution import SqliteVerdictStore, attribute
 from ..data import demo_bundle
-from ..store import spool
+from ..store import StoreError
 from ..termsafe import for_terminal
 from .common import add_rule_options, command, config_of, engine_of, now_of, write_diagnosis
 from .store import add_history_option, history_text
@@ -23,14 +23,15 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.store:
         write_diagnosis(engine.diagnose(args.bundle), args.format)
         return 0
-    store = SqliteVerdictStore(replace(config.store, path=args.store),
-                               spool.resolve_spool_dir(args.spool_dir, configured_root=config.spool.dir))
+    # By hand, a store that cannot be used is an error, never a reason to write into the production
+    # spool (the finalizer would import the verdict into the production store): only --spool-dir spools.
+    store = SqliteVerdictStore(replace(config.store, path=args.store), args.spool_dir)
     done = attribute(engine, args.bundle, store, now_of(args), args.history_days)
     for warning in done.warnings():
         sys.stderr.write(f"slurm-attrib: warning: {for_terminal(str(warning))}\n")
     write_diagnosis(done.diagnosis, args.format,
                     history_text(done.history.culprit_jobs(), done.diagnosis.culprit_nodes, args.history_days))
-    return 0
+    return StoreError.exit_code if done.stored is not None and not done.stored.where else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -50,8 +51,9 @@ def register(sub: Any) -> None:
     diag.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     diag.add_argument("--store", help="also record the diagnosis in this store; the store's history flags "
                                       "repeat offenders")
-    diag.add_argument("--spool-dir", help="where a verdict goes when the store stays locked or read-only "
-                                          f"(default ${spool.SPOOL_ENV}/verdicts, else verdicts/ under spool.dir)")
+    diag.add_argument("--spool-dir", help="where a verdict goes when the store stays locked or read-only; "
+                                          "without it such a verdict is not recorded (exit 4), never put in the "
+                                          "finalizer's spool")
     diag.add_argument("--now", help="verdict time to record (ISO); default: the clock")
     add_history_option(diag)
     add_rule_options(diag)

@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,7 +57,7 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
     slurm = open_slurm(config.finalizer.backend, config.finalizer.command_timeout_s)
     engine = Engine.from_config(config)
     store_config = replace(config.store, path=store_path or os.environ.get(STORE_ENV) or config.store.path)
-    store = SqliteVerdictStore(store_config, spool / "verdicts")
+    store = SqliteVerdictStore(store_config, spool / "verdicts", write_budget_s=config.finalizer.store_write_budget_s)
     remediator = Remediator(config.remediation, slurm, DrainLedger(Path(config.remediation.state_file))) \
         if config.remediation.drain else None
     return Finalizer(config=config, spool=spool, slurm=slurm, engine=engine, store=store, remediator=remediator)
@@ -64,26 +65,57 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
 
 def cmd_finalize(args: argparse.Namespace) -> int:
     config = _config(args)
+    if args.status:
+        return _finalize_status(_spool(args, config), args.format)
     _setup_logging(config, args.debug)
     spool = _spool(args, config)
     for sub in ("queue", "nodes", "done", "jobs"):
         (spool / sub).mkdir(parents=True, exist_ok=True)
+    from ..finalizer.lock import SpoolLock
+
+    lock = SpoolLock.acquire(spool)  # held until this process ends
     finalizer = build_finalizer(config, spool, args.store)
-    stop: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    finalizer.stopping = stop.is_set  # a step ends after the job in hand; the sleep ends at once
     poll = args.poll if args.poll is not None else config.finalizer.poll_interval_s
+    finalizer.clean_temp()
     last_prune = 0.0
-    while not stop:
+    while not stop.is_set():
+        if time.time() - last_prune > 3600:  # at start (what a crash left behind), then hourly
+            finalizer.prune(_now())
+            last_prune = time.time()
         for result in finalizer.step(_now()):
             if result.outcome != "waiting" and args.verbose:
                 sys.stdout.write(json.dumps(result.__dict__, sort_keys=True) + "\n")
                 sys.stdout.flush()
         if args.once and finalizer.idle():
             break
-        if time.time() - last_prune > 3600:
-            finalizer.prune(_now())
-            last_prune = time.time()
-        time.sleep(poll)
+        stop.wait(poll)
+    lock.release()
+    return 0
+
+
+def _finalize_status(spool: Path, fmt: str) -> int:
+    """What waits in the spool, and one line per quarantined entry (job, queue entry, spooled verdict)."""
+    from .. import quarantine
+
+    queued = len([p for p in (spool / "queue").glob("*.json") if not p.name.startswith(".tmp-")]) \
+        if (spool / "queue").is_dir() else 0
+    spooled = len(list((spool / "verdicts").glob("verdict-*.json"))) if (spool / "verdicts").is_dir() else 0
+    held = [q for folder in (spool / quarantine.FOLDER, spool / "verdicts" / quarantine.FOLDER)
+            for q in quarantine.listing(folder)]
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"spool": str(spool), "queued": queued, "spooled_verdicts": spooled,
+                                     "quarantined": [{"path": str(q.folder), "kind": q.kind, "name": q.name,
+                                                      "time": q.time, "reason": q.reason} for q in held]},
+                                    indent=1, sort_keys=True) + "\n")
+        return 0
+    sys.stdout.write(f"spool {spool}: {queued} queue entr{'y' if queued == 1 else 'ies'}, "
+                     f"{spooled} spooled verdict(s), {len(held)} quarantined\n")
+    for q in held:
+        first = q.reason.splitlines()[0] if q.reason else ""
+        sys.stdout.write(f"quarantined {q.time} {q.kind}: {q.name}: {first} ({q.folder})\n")
     return 0
 
 
@@ -125,6 +157,9 @@ def register(sub: Any) -> None:
     add_config_option(fin)
     fin.add_argument("--poll", type=float, help="seconds between passes (default finalizer.poll_interval_s)")
     fin.add_argument("-v", "--verbose", action="store_true", help="print one JSON line per finished job")
+    fin.add_argument("--status", action="store_true",
+                     help="print what waits in the spool and one line per quarantined entry, then exit")
+    fin.add_argument("--format", choices=("table", "json"), default="table", help="--status output format")
     fin.set_defaults(func=cmd_finalize)
 
     rem = sub.add_parser("remediate", help="inspect or undo slurm-attrib's drains",

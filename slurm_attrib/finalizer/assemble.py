@@ -71,17 +71,32 @@ def job_yaml(parts: BundleParts) -> dict[str, Any]:
 
 
 def write_bundle(parts: BundleParts, dest: Path) -> Path:
-    """Write the bundle into ``dest`` (temp directory + rename; an older one is replaced)."""
+    """Write the bundle into ``dest`` (temp directory + rename; an older one, or a link in its place, is
+    replaced). A failure (a full disk) leaves no temporary copy behind."""
     tmp = dest.with_name(f".tmp-{os.getpid()}-{dest.name}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, mode=0o750)
+    try:
+        _fill(parts, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        dest.unlink()
+    elif dest.exists():
+        shutil.rmtree(dest)
+    os.replace(tmp, dest)
+    return dest
+
+
+def _fill(parts: BundleParts, tmp: Path) -> None:
     (tmp / "job.yaml").write_text(yaml.safe_dump(job_yaml(parts), sort_keys=False), encoding="utf-8")
     for rel, data in sorted(parts.files.files.items()):
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp / rel).write_bytes(data)
+    skipped: list[str] = []
     for node, folder in sorted(parts.node_dirs.items()):
-        nodebundles.copy_evidence(folder, tmp, node)
-    if dest.exists():
-        shutil.rmtree(dest)
-    os.replace(tmp, dest)
-    return dest
+        nodebundles.copy_evidence(folder, tmp, node, skipped=skipped)
+    if skipped:
+        parts.notes.extend(skipped)
+        (tmp / "job.yaml").write_text(yaml.safe_dump(job_yaml(parts), sort_keys=False), encoding="utf-8")

@@ -11,10 +11,14 @@ from typing import Any, Optional
 
 import yaml
 
-from ..safeio import open_regular
+from .. import safeyaml
+from ..safeio import copy_regular, read_regular
 
 COPIED = ("syslog", "facts", "metrics")
 MAX_COLLECTION_BYTES = 1 << 20
+# A node caps its whole bundle (collector.max_bundle_bytes, 8 MiB by default): a file far larger was not
+# written by our collector, and is left out before it is read.
+MAX_NODE_FILE_BYTES = 64 << 20
 
 
 def bundle_dir(spool: Path, key: str, node: str) -> Path:
@@ -24,7 +28,7 @@ def bundle_dir(spool: Path, key: str, node: str) -> Path:
 def arrived(spool: Path, key: str) -> dict[str, Path]:
     """Node → its bundle directory, for every complete (renamed into place) bundle of the job."""
     folder = spool / "nodes" / key
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():  # a link would pass off another tree as node bundles
         return {}
     return {p.name: p for p in sorted(folder.iterdir())
             if not p.name.startswith(".tmp-") and p.is_dir() and not p.is_symlink()}
@@ -34,7 +38,7 @@ def staged(spool: Path, key: str) -> list[str]:
     """Nodes whose collector began a bundle (``.tmp-<node>-<pid>``) and never renamed it into place:
     the collector hung or was killed at the Epilog budget."""
     folder = spool / "nodes" / key
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():
         return []
     names = {m.group(1) for p in folder.iterdir() if (m := re.match(r"^\.tmp-(.+)-\d+$", p.name)) and p.is_dir()}
     return sorted(names)
@@ -43,12 +47,11 @@ def staged(spool: Path, key: str) -> list[str]:
 def read_collection(path: Path) -> Optional[dict[str, Any]]:
     """collection.yaml of a node bundle, or None when missing or unreadable."""
     try:
-        with open_regular(path) as handle:
-            text = handle.read(MAX_COLLECTION_BYTES)
-    except OSError:
+        text = read_regular(path, MAX_COLLECTION_BYTES)
+    except (OSError, ValueError):
         return None
     try:
-        data = yaml.safe_load(text.decode("utf-8", errors="replace"))
+        data = safeyaml.load(text.decode("utf-8", errors="replace"))
     except yaml.YAMLError:
         return None
     return data if isinstance(data, dict) else None
@@ -85,8 +88,10 @@ def node_state(directory: Optional[Path], began: bool = False) -> tuple[str, str
     return "ok", ""
 
 
-def copy_evidence(source: Path, dest: Path, node: str) -> int:
-    """Copy syslog/, facts/, metrics/ and collection.yaml of a node bundle; regular files only."""
+def copy_evidence(source: Path, dest: Path, node: str, limit: int = MAX_NODE_FILE_BYTES,
+                  skipped: Optional[list[str]] = None) -> int:
+    """Copy syslog/, facts/, metrics/ and collection.yaml of a node bundle: regular files only, none
+    larger than ``limit`` (those are named in ``skipped``, with why, and never read)."""
     copied = 0
     for folder in COPIED:
         base = source / folder
@@ -95,16 +100,28 @@ def copy_evidence(source: Path, dest: Path, node: str) -> int:
         for item in sorted(base.iterdir()):
             if stat.S_ISREG(item.lstat().st_mode):
                 (dest / folder).mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(item, dest / folder / item.name, follow_symlinks=False)
-                copied += 1
+                copied += _copy_one(item, dest / folder / item.name, limit, f"{node}: {folder}/{item.name}", skipped)
     collection = source / "collection.yaml"
     if collection.exists() and not collection.is_symlink():
         (dest / "collection").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(collection, dest / "collection" / f"{node}.yaml", follow_symlinks=False)
+        _copy_one(collection, dest / "collection" / f"{node}.yaml", MAX_COLLECTION_BYTES,
+                  f"{node}: collection.yaml", skipped)
     return copied
+
+
+def _copy_one(item: Path, target: Path, limit: int, name: str, skipped: Optional[list[str]]) -> int:
+    try:
+        copy_regular(item, target, limit)
+    except (OSError, ValueError) as exc:
+        if skipped is not None:
+            skipped.append(f"{name} left out: {exc}")
+        return 0
+    return 1
 
 
 def remove(spool: Path, key: str) -> None:
     folder = spool / "nodes" / key
-    if folder.is_dir():
+    if folder.is_symlink():
+        folder.unlink()  # the link only, never what it points at
+    elif folder.is_dir():
         shutil.rmtree(folder, ignore_errors=True)

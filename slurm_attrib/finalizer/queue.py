@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..connectors.spool import job_key as spool_job_key
+from ..safeio import read_regular
 from ..slurm import hostlist
+
+MAX_ENTRY_BYTES = 1 << 20  # a hook's whole environment; far more than any real one
+MAX_DONE_BYTES = 1 << 20
+JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,10})?")  # a job id, or <array id>_<task id>
+RESTART_COUNT = re.compile(r"[0-9]{1,6}")  # ASCII digits: str.isdigit() also takes "²"
+
+
+class BadEntry(ValueError):
+    """A queue entry that cannot be processed; the message says why (it goes into the quarantine)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +50,7 @@ class QueueEntry:
     @property
     def restart_count(self) -> Optional[int]:
         value = self.env.get("SLURM_JOB_RESTART_COUNT")
-        return int(value) if value and value.isdigit() else None
+        return int(value) if value and RESTART_COUNT.fullmatch(value) else None
 
 
 @dataclass
@@ -71,32 +83,41 @@ class PendingJob:
 
 
 def job_key(cluster: str, job_id: str, restart_count: int) -> str:
-    """``<cluster>_<raw job id>_<restart count>``: the name node bundles and queue entries share."""
-    return f"{cluster}_{job_id}_{restart_count}"
+    """``<cluster>_<raw job id>_<restart count>``: the name node bundles and queue entries share, one
+    path component under the spool whatever a hook's environment said (``../../x`` becomes ``.._.._x``),
+    made by the node side's own function so both name a job alike."""
+    return spool_job_key(cluster, job_id, restart_count)
 
 
-def read_entry(path: Path) -> Optional[QueueEntry]:
+def read_entry(path: Path) -> QueueEntry:
+    """One queue file; :class:`BadEntry` saying why when it is not a regular file, not the JSON a hook
+    writes, or names no job id, a malformed one or a malformed restart count."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(read_regular(path, MAX_ENTRY_BYTES))
         env = {str(k): str(v) for k, v in dict(data["env"]).items()}
-        return QueueEntry(path=path, hook=str(data["hook"]), enqueued_at=float(data["enqueued_at"]), env=env)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        entry = QueueEntry(path=path, hook=str(data["hook"]), enqueued_at=float(data["enqueued_at"]), env=env)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise BadEntry(f"unreadable queue entry: {type(exc).__name__}: {exc}") from exc
+    if not JOB_ID.fullmatch(entry.job_id):
+        raise BadEntry(f"job id {entry.job_id[:80]!r} is not a Slurm job id")
+    restart = entry.env.get("SLURM_JOB_RESTART_COUNT")
+    if restart is not None and restart != "" and not RESTART_COUNT.fullmatch(restart):
+        raise BadEntry(f"restart count {restart[:40]!r} is not a number")
+    return entry
 
 
-def scan_queue(spool: Path) -> tuple[list[PendingJob], list[Path]]:
-    """Pending jobs (grouped, oldest first) and the queue files that cannot be read."""
+def scan_queue(spool: Path) -> tuple[list[PendingJob], list[tuple[Path, str]]]:
+    """Pending jobs (grouped, oldest first) and the queue files that cannot be processed, with why."""
     folder = spool / "queue"
-    bad: list[Path] = []
+    bad: list[tuple[Path, str]] = []
     entries: list[QueueEntry] = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         if path.name.startswith(".tmp-"):
             continue
-        entry = read_entry(path)
-        if entry is None or not entry.job_id:
-            bad.append(path)
-        else:
-            entries.append(entry)
+        try:
+            entries.append(read_entry(path))
+        except BadEntry as exc:
+            bad.append((path, str(exc)))
     return group_entries(entries), bad
 
 
@@ -125,14 +146,18 @@ def remove_entries(job: PendingJob) -> None:
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep half-written copies
+        raise
 
 
 def read_done(spool: Path, key: str) -> Optional[dict[str, Any]]:
     try:
-        data = json.loads((spool / "done" / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular(spool / "done" / f"{key}.json", MAX_DONE_BYTES))
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -8,30 +8,37 @@ and while sacct has not caught up (``sacct_retries`` times ``sacct_retry_delay_s
 
 from __future__ import annotations
 
+import errno
 import logging
 import shutil
+import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..attribution import VerdictStore, attribute
+from .. import quarantine
+from ..attribution import VerdictStore
 from ..config import Config
 from ..connectors import applog, sacct
 from ..connectors.base import EvidenceSource, Window, collect_all
 from ..engine import Engine
+from ..outage import Outage
 from ..slurm.base import SlurmAccess
 from ..slurm.errors import SlurmError
-from . import assemble, comment, jobinfo, nodebundles, queue
+from . import assemble, budget, comment, jobinfo, nodebundles, queue
 
 log = logging.getLogger("slurm_attrib.finalizer")
 JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
+# A fault of the machine, not of the job's input: the job is retried, never quarantined for it.
+TRANSIENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ENOMEM, errno.EAGAIN})
 
 
 @dataclass
 class Result:
     key: str
-    outcome: str  # success | diagnosed | duplicate | requeued | waiting
+    outcome: str  # success | diagnosed | duplicate | requeued | waiting | quarantined
     verdict_id: str = ""
     admin_comment: str = ""
     detail: str = ""
@@ -65,28 +72,28 @@ class Finalizer:
     store: VerdictStore
     remediator: Optional[Any] = None
     on_result: Optional[Callable[[Result], None]] = None
+    stopping: Callable[[], bool] = field(default=lambda: False)  # SIGTERM: end the step after this job
     _work: dict[str, _Work] = field(default_factory=dict)
     _comments: list[_PendingComment] = field(default_factory=list)
     _loaded: bool = False
+    _slurm_outage: Outage = field(default_factory=lambda: Outage("Slurm commands", log))
+    _disk_outage: Outage = field(default_factory=lambda: Outage("spool filesystem", log))
 
     # ---------------------------------------------------------------- the loop body
     def step(self, now: datetime) -> list[Result]:
         """Process everything that is ready at ``now``."""
         t = now.timestamp()
         if not self._loaded:
-            self._load_pending_comments(t)
-        self.store.flush_spool()
+            self._guarded("reading pending AdminComments", lambda: self._load_pending_comments(t))
+        self._guarded("importing spooled verdicts", self.store.flush_spool)
         results = [r for r in self._retry_comments(t)]
         jobs, bad = queue.scan_queue(self.spool)
-        for path in bad:
-            self._quarantine(path)
+        for path, reason in bad:
+            self._guarded(f"quarantining {path}", partial(self._quarantine, "queue entry", path.name, [path], reason))
         for job in jobs:
-            try:
-                result = self.process(job, now)
-            except SlurmError as exc:
-                log.warning("%s: Slurm error, will retry: %s", job.key, exc)
-                self._work.setdefault(job.key, _Work()).next_try = t + self.config.finalizer.sacct_retry_delay_s
-                result = Result(job.key, "waiting", detail=str(exc))
+            if self.stopping():
+                break
+            result = self._process_isolated(job, now)
             if result.outcome != "waiting":
                 self._work.pop(job.key, None)
             results.append(result)
@@ -100,6 +107,52 @@ class Finalizer:
         return not jobs and not self._comments
 
     # ---------------------------------------------------------------- one job
+    def _process_isolated(self, job: queue.PendingJob, now: datetime) -> Result:
+        """:meth:`process`, where no job's failure stops the others: a Slurm error or a full disk is
+        retried later; anything else (poison input) moves the job's entries and node bundles into the
+        quarantine with the reason."""
+        retry_at = now.timestamp() + self.config.finalizer.sacct_retry_delay_s
+        try:
+            result = self.process(job, now)
+        except SlurmError as exc:
+            self._slurm_outage.failed(str(exc), "queued jobs wait")
+            log.info("%s: Slurm error, will retry: %s", job.key, exc)
+            self._work.setdefault(job.key, _Work()).next_try = retry_at
+            return Result(job.key, "waiting", detail=str(exc))
+        except OSError as exc:
+            if exc.errno not in TRANSIENT_ERRNOS:
+                return self._quarantine_job(job, exc)
+            self._disk_outage.failed(str(exc), "jobs wait")
+            log.info("%s: %s, will retry", job.key, exc)
+            self._work.setdefault(job.key, _Work()).next_try = retry_at
+            return Result(job.key, "waiting", detail=str(exc))
+        except Exception as exc:  # poison input of any kind must not stop the others
+            return self._quarantine_job(job, exc)
+        if result.outcome != "waiting":
+            self._slurm_outage.recovered()
+            self._disk_outage.recovered()
+        return result
+
+    def _quarantine_job(self, job: queue.PendingJob, exc: BaseException) -> Result:
+        reason = f"{type(exc).__name__}: {exc}"
+        where = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3))
+        paths = [e.path for e in job.entries] + [self.spool / "nodes" / job.key, self.spool / "jobs" / job.key]
+        try:
+            self._quarantine("job", job.key, paths, f"{reason}\n{where}")
+        except OSError as move:  # cannot even set it aside: leave it alone for the life of this process
+            log.error("%s: %s, and it cannot be quarantined (%s): skipped until restart", job.key, reason, move)
+            self._work.setdefault(job.key, _Work()).next_try = float("inf")
+            return Result(job.key, "waiting", detail=reason)
+        self._work.pop(job.key, None)
+        return Result(job.key, "quarantined", detail=reason)
+
+    def _guarded(self, what: str, action: Callable[[], Any]) -> None:
+        """Housekeeping that must never stop the loop: a failure is logged, the step goes on."""
+        try:
+            action()
+        except Exception as exc:  # housekeeping never stops the loop
+            log.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
+
     def process(self, job: queue.PendingJob, now: datetime) -> Result:
         t = now.timestamp()
         work = self._work.setdefault(job.key, _Work())
@@ -181,11 +234,14 @@ class Finalizer:
     # ---------------------------------------------------------------- diagnosis
     def _diagnose(self, job: queue.PendingJob, info: jobinfo.JobInfo, now: datetime,
                   records: list[Any]) -> Result:
+        cfg = self.config.finalizer
         parts = self._gather(job, info, now, records)
         dest = assemble.write_bundle(parts, self.spool / "jobs" / job.key)
-        done = attribute(self.engine, dest, self.store, now, self.config.finalizer.history_days)
+        done = budget.diagnose_within(self.engine, dest, self.store, now, cfg.history_days,
+                                      cfg.diagnosis_budget_s, cfg.diagnosis_tail_bytes)
         diag_dict = done.diagnosis.to_dict()
-        verdict_id, where = (done.stored.verdict_id, done.stored.where) if done.stored else ("", "")
+        stored = self.store.record(diag_dict, dest, now)
+        verdict_id, where = stored.verdict_id, stored.where
         ref = comment.job_ref(info.job_id, info.array_job_id, info.array_task_id)
         segment = comment.verdict_segment(diag_dict, verdict_id)
         written = ""
@@ -286,7 +342,8 @@ class Finalizer:
             try:
                 text = self._try_comment(pending)
             except SlurmError as exc:
-                log.warning("%s: AdminComment: %s", pending.key, exc)
+                self._slurm_outage.failed(str(exc), "AdminComments wait")
+                log.info("%s: AdminComment: %s", pending.key, exc)
                 text = ""
             if text:
                 self._comments.remove(pending)
@@ -317,19 +374,49 @@ class Finalizer:
                                                       first_try=t, next_try=t))
 
     # ---------------------------------------------------------------- housekeeping
-    def _quarantine(self, path: Path) -> None:
-        target = self.spool / "queue" / "bad"
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(path), target / path.name)
-        log.warning("unreadable queue entry moved to %s", target / path.name)
+    def _quarantine(self, kind: str, name: str, paths: list[Path], reason: str) -> None:
+        entry = quarantine.quarantine(self.spool / quarantine.FOLDER, kind, name, paths, reason)
+        log.warning("%s %s quarantined in %s: %s", kind, name, entry, reason.splitlines()[0] if reason else "")
 
     def prune(self, now: datetime) -> int:
-        """Forget done markers and assembled bundles older than ``finalizer.done_retention_days``."""
+        """Forget done markers and assembled bundles older than ``finalizer.done_retention_days``, and
+        node bundles as old that no queued job will ever read (their job's queue entry never came). A
+        link is removed as a link (never followed); an entry that cannot be removed does not stop the rest."""
         limit = now.timestamp() - self.config.finalizer.done_retention_days * 86400
+        jobs, _ = queue.scan_queue(self.spool)
+        pending = {job.key for job in jobs}
         removed = 0
-        for folder in (self.spool / "done", self.spool / "jobs"):
-            for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-                if path.lstat().st_mtime < limit:
-                    shutil.rmtree(path) if path.is_dir() else path.unlink()
-                    removed += 1
+        for folder in (self.spool / "done", self.spool / "jobs", self.spool / "nodes"):
+            for path in sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []:
+                if folder.name == "nodes" and path.name in pending:
+                    continue
+                try:
+                    if path.lstat().st_mtime < limit:
+                        _remove(path)
+                        removed += 1
+                except OSError as exc:
+                    log.warning("prune: cannot remove %s: %s", path, exc)
         return removed
+
+    def clean_temp(self) -> int:
+        """Remove the temporary copies an earlier finalizer left when it died or the disk filled
+        (``.tmp-*`` in jobs/, done/, verdicts/; only this process writes there, it holds the spool lock)."""
+        removed = 0
+        for folder in (self.spool / "jobs", self.spool / "done", self.spool / "verdicts"):
+            for path in sorted(folder.glob(".tmp-*")) if folder.is_dir() and not folder.is_symlink() else []:
+                try:
+                    _remove(path)
+                    removed += 1
+                except OSError as exc:
+                    log.warning("cannot remove the temporary %s: %s", path, exc)
+        if removed:
+            log.info("removed %d temporary file(s) an earlier run left in %s", removed, self.spool)
+        return removed
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, a link (not what it points at) or a directory tree."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()

@@ -11,17 +11,24 @@ import io
 import os
 import stat
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
 import yaml
 
-from ..safeio import read_regular
+from .. import safeyaml
+from ..safeio import open_regular, read_regular
 
 ALWAYS_KEPT = ("job.yaml", "facts/")
 FORMAT = "tar.gz"
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
+COMPRESS_LEVEL = 6
+CHUNK = 1 << 20
+TAR_OVERHEAD = 160  # a member's 512-byte header and its padding, once compressed (measured: 60 to 140)
+DEFLATE_MAX_RATIO = 1032  # deflate never shrinks more than this: a file larger than cap x 1032 is never read
+TAR_END = 64  # the end-of-archive blocks (zeros) and the gzip header and trailer, once compressed
 
 
 @dataclass(frozen=True)
@@ -50,30 +57,53 @@ def bundle_files(root: Path) -> list[tuple[str, Path, int]]:
     return found
 
 
-def _tar(entries: list[tuple[str, bytes]]) -> bytes:
+def _tar(entries: list[tuple[str, Path, int]]) -> bytes:
+    """The tar.gz of ``entries`` (name, path, size), each file streamed from disk in turn."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
-        for name, content in entries:
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=COMPRESS_LEVEL) as tar:
+        for name, path, size in entries:
             info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(content), 0o640, 0  # mtime 0: same bundle, same bytes
-            tar.addfile(info, io.BytesIO(content))
+            info.size, info.mode, info.mtime = size, 0o640, 0  # mtime 0: same bundle, same bytes
+            with open_regular(path) as handle:
+                tar.addfile(info, handle)
     return buffer.getvalue()
 
 
+def _compressed_size(path: Path) -> int:
+    """About what ``path`` adds to the gzip stream (deflate with the tar's level, plus its compressed tar
+    header and padding), read in chunks: one pass, constant memory."""
+    deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    total = 0
+    with open_regular(path) as handle:
+        while chunk := handle.read(CHUNK):
+            total += len(deflate.compress(chunk))
+    return total + len(deflate.flush()) + TAR_OVERHEAD
+
+
 def pack_bundle(root: Union[str, os.PathLike[str]], cap_bytes: int) -> PackedBundle:
-    """Pack the bundle directory; leave out the largest evidence files until it fits ``cap_bytes``."""
+    """Pack the bundle directory; leave out the largest evidence files until it fits ``cap_bytes``.
+
+    Linear: each file's compressed size is measured once, streaming, the files to leave out are chosen
+    from those sizes, and the archive is written once (again only if the estimate was short). Before,
+    every file left out re-packed all the others: 60 files of 1 MB took 74 s."""
     files = bundle_files(Path(root))
-    contents = {rel: read_regular(path) for rel, path, _ in files}
-    kept = sorted(contents)
+    sizes = {rel: size for rel, _, size in files}
+    kept = sorted(rel for rel, _, _ in files)
     omitted: list[str] = []
-    data = _tar([(rel, contents[rel]) for rel in kept])
-    droppable = sorted((r for r in kept if not r.startswith(ALWAYS_KEPT)), key=lambda r: (-len(contents[r]), r))
-    while len(data) > cap_bytes and droppable:
+    droppable = sorted((r for r in kept if not r.startswith(ALWAYS_KEPT)), key=lambda r: (-sizes[r], r))
+    estimate = {rel: size // DEFLATE_MAX_RATIO if size // DEFLATE_MAX_RATIO > cap_bytes else _compressed_size(path)
+                for rel, path, size in files} if droppable else {}
+    budget = sum(estimate.values()) + TAR_END
+    while budget > cap_bytes and droppable:
         victim = droppable.pop(0)
-        kept.remove(victim)
         omitted.append(victim)
-        data = _tar([(rel, contents[rel]) for rel in kept])
-    return PackedBundle(data=data, original_bytes=sum(len(c) for c in contents.values()), files=len(kept),
+        budget -= estimate[victim]
+    paths = {rel: (path, size) for rel, path, size in files}
+    data = _tar([(rel, *paths[rel]) for rel in kept if rel not in omitted])
+    while len(data) > cap_bytes and droppable:  # the estimate fell short: rare, and one file at a time
+        omitted.append(droppable.pop(0))
+        data = _tar([(rel, *paths[rel]) for rel in kept if rel not in omitted])
+    return PackedBundle(data=data, original_bytes=sum(sizes.values()), files=len(kept) - len(omitted),
                         omitted=tuple(sorted(omitted)))
 
 
@@ -124,7 +154,7 @@ def gpus_per_node(job_yaml: Optional[bytes]) -> Optional[int]:
     if not job_yaml:
         return None
     try:
-        raw = yaml.safe_load(job_yaml.decode("utf-8", errors="replace"))
+        raw = safeyaml.load(job_yaml.decode("utf-8", errors="replace"))
     except yaml.YAMLError:
         return None
     value = raw.get("gpus_per_node") if isinstance(raw, dict) else None

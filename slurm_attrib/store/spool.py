@@ -16,7 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from .. import quarantine
 from ..model import Diagnosis
+from ..safeio import read_regular
 from ..timestamps import parse_iso
 from . import packing
 from .db import RecordResult, Store, StoreSettings
@@ -27,6 +29,7 @@ from .timespec import iso_utc
 DEFAULT_SPOOL_DIR = "/var/spool/slurm-attrib/verdicts"
 SPOOL_ENV = "SLURM_ATTRIB_SPOOL"
 SPOOL_KIND = "slurm-attrib.verdict"
+MAX_SPOOLED_BYTES = 256 << 20  # a diagnosis and its packed bundle (capped at store.max_bundle_bytes)
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Recorded:
 @dataclass
 class SpoolImport:
     imported: list[Path] = field(default_factory=list)
-    failed: list[tuple[Path, str]] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)  # quarantined, with why
 
 
 def resolve_spool_dir(option: Optional[str], environ: Optional[dict[str, str]] = None,
@@ -101,17 +104,24 @@ def record_or_spool(store_path: Union[str, os.PathLike[str]], diagnosis: Union[D
         return Recorded(spooled=spool_verdict(spool_dir, diag, verdict_time, bundle, gpus), reason=str(exc))
 
 
-def import_spool(store: Store, spool_dir: Union[str, os.PathLike[str]]) -> SpoolImport:
-    """Load every spooled verdict into ``store`` (oldest name first) and delete the files that loaded."""
+def import_spool(store: Store, spool_dir: Union[str, os.PathLike[str]], limit: Optional[int] = None) -> SpoolImport:
+    """Load every spooled verdict into ``store`` (oldest name first) and delete the files that loaded.
+    A file that cannot be a verdict (not a regular file, not JSON, a list, a number SQLite cannot hold)
+    is moved into ``<spool_dir>/quarantine/`` with the reason; a store that is busy or unwritable ends
+    the import (StoreBusy) and leaves the rest for later, as does ``limit`` (files looked at per call)."""
     done = SpoolImport()
     folder = Path(spool_dir)
     if not folder.is_dir():
         return done
-    for path in sorted(folder.glob("verdict-*.json")):
+    for path in sorted(folder.glob("verdict-*.json"))[:limit]:
         try:
             _import_one(store, path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            done.failed.append((path, str(exc)))
+        except StoreBusy:
+            raise
+        except Exception as exc:  # poison of any kind: set aside, go on with the next file
+            reason = f"{type(exc).__name__}: {exc}"
+            quarantine.quarantine(folder / quarantine.FOLDER, "spooled verdict", path.name, [path], reason)
+            done.failed.append((path, reason))
             continue
         path.unlink()
         done.imported.append(path)
@@ -119,9 +129,11 @@ def import_spool(store: Store, spool_dir: Union[str, os.PathLike[str]]) -> Spool
 
 
 def _import_one(store: Store, path: Path) -> None:
-    payload = json.loads(path.read_text(encoding="utf-8"))
-    if payload.get("kind") != SPOOL_KIND:
+    payload = json.loads(read_regular(path, MAX_SPOOLED_BYTES))
+    if not isinstance(payload, dict) or payload.get("kind") != SPOOL_KIND:
         raise ValueError("not a spooled verdict")
+    if not isinstance(payload.get("diagnosis"), dict):
+        raise ValueError("its diagnosis is not a mapping")
     when = parse_iso(str(payload["verdict_time"]))
     if when is None:
         raise ValueError(f"bad verdict_time {payload['verdict_time']!r}")

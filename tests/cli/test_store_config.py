@@ -36,7 +36,8 @@ def test_import_spool_reads_the_configured_spool(config: Path, tmp_path: Path,
     locked = tmp_path / "not-a-store"
     locked.write_bytes(b"garbage" * 100)
     assert main(["diagnose", "--no-site-rules", "--bundle", str(demo_bundle()), "--store", str(locked),
-                 "--now", "2026-11-20T11:00:00Z", "--format", "json"]) == 0
+                 "--now", "2026-11-20T11:00:00Z", "--format", "json",
+                 "--spool-dir", str(tmp_path / "spool" / "verdicts")]) == 0  # by hand, only when told to
     assert f"verdict spooled to {tmp_path / 'spool' / 'verdicts'}" in capsys.readouterr().err
     assert main(["import-spool", "--format", "json"]) == 0
     assert [r["result"] for r in json.loads(capsys.readouterr().out)] == ["imported"]
