@@ -26,13 +26,15 @@ from ..connectors.base import EvidenceSource, Window, collect_all
 from ..engine import Engine
 from ..outage import Outage
 from ..slurm.base import SlurmAccess
-from ..slurm.errors import SlurmError
+from ..slurm.errors import SlurmError, SlurmParseError
+from ..slurm.ids import SlurmIdError
 from . import assemble, budget, comment, jobinfo, nodebundles, queue
 
 log = logging.getLogger("slurm_attrib.finalizer")
 JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
 # A fault of the machine, not of the job's input: the job is retried, never quarantined for it.
 TRANSIENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ENOMEM, errno.EAGAIN})
+UNREADABLE_TRIES = 3  # a Slurm answer about a job that cannot be read (or a bad id): retried, then quarantined
 
 
 @dataclass
@@ -51,6 +53,7 @@ class _Work:
     sacct_tries: int = 0
     state_tries: int = 0
     next_try: float = 0.0
+    unreadable: int = 0  # Slurm answered, but about this job with what cannot be read, or its id is bad
 
 
 @dataclass
@@ -114,6 +117,15 @@ class Finalizer:
         retry_at = now.timestamp() + self.config.finalizer.sacct_retry_delay_s
         try:
             result = self.process(job, now)
+        except (SlurmParseError, SlurmIdError) as exc:
+            # the same answer comes back on every retry: a few tries for a torn read, then set it aside
+            work = self._work.setdefault(job.key, _Work())
+            work.unreadable += 1
+            if work.unreadable > UNREADABLE_TRIES:
+                return self._quarantine_job(job, exc)
+            log.info("%s: %s (try %d of %d)", job.key, exc, work.unreadable, UNREADABLE_TRIES)
+            work.next_try = retry_at
+            return Result(job.key, "waiting", detail=str(exc))
         except SlurmError as exc:
             self._slurm_outage.failed(str(exc), "queued jobs wait")
             log.info("%s: Slurm error, will retry: %s", job.key, exc)

@@ -159,3 +159,14 @@ def test_a_job_that_raises_is_quarantined_and_the_others_go_on(tmp_path: Path) -
     reason = json.loads(next((site.spool / "quarantine").glob("*-c_11_0/reason.json")).read_text())
     assert reason["kind"] == "job" and "Traceback" in reason["reason"]
     assert {Path(p).name for p in reason["moved"]} == {"c_11_0.json", "c_11_0"}
+
+
+def test_a_nodelist_no_parser_will_ever_read_is_quarantined_not_retried_forever(tmp_path: Path) -> None:
+    """A SlurmParseError (here a hostlist of 10^9 hosts in the hook's node list) comes back on every
+    retry: after a few tries the job is set aside; it used to be retried every 2 s for ever, and
+    `--once` never ended."""
+    site = Site(tmp_path)
+    enqueue(site.spool, "1")
+    enqueue(site.spool, "2", nodes="n[0-9999][0-9999][0-9]")
+    _run(site)
+    _quarantined(site, "SlurmParseError")
