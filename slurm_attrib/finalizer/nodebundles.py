@@ -91,13 +91,20 @@ def node_state(directory: Optional[Path], began: bool = False) -> tuple[str, str
 def copy_evidence(source: Path, dest: Path, node: str, limit: int = MAX_NODE_FILE_BYTES,
                   skipped: Optional[list[str]] = None) -> int:
     """Copy syslog/, facts/, metrics/ and collection.yaml of a node bundle: regular files only, none
-    larger than ``limit`` (those are named in ``skipped``, with why, and never read)."""
+    larger than ``limit`` (those are named in ``skipped``, with why, and never read), and only the files
+    about ``node`` itself. A node's bundle speaks for that node: a ``syslog/node-01.log`` in node-02's
+    bundle would overwrite node-01's own evidence (and could get node-01 drained), so it is left out."""
     copied = 0
     for folder in COPIED:
         base = source / folder
         if not base.is_dir() or base.is_symlink():
             continue
         for item in sorted(base.iterdir()):
+            if not _names_node(item.name, node):
+                if skipped is not None:
+                    skipped.append(f"{node}: {folder}/{item.name} left out: a node bundle holds its own node's "
+                                   "evidence only")
+                continue
             if stat.S_ISREG(item.lstat().st_mode):
                 (dest / folder).mkdir(parents=True, exist_ok=True)
                 copied += _copy_one(item, dest / folder / item.name, limit, f"{node}: {folder}/{item.name}", skipped)
@@ -107,6 +114,11 @@ def copy_evidence(source: Path, dest: Path, node: str, limit: int = MAX_NODE_FIL
         _copy_one(collection, dest / "collection" / f"{node}.yaml", MAX_COLLECTION_BYTES,
                   f"{node}: collection.yaml", skipped)
     return copied
+
+
+def _names_node(name: str, node: str) -> bool:
+    """``node-01.log``, ``node-01.yaml``, ``node-01.dcgm.txt`` are node-01's; ``node-010.log`` is not."""
+    return name.startswith(node + ".") and len(name) > len(node) + 1
 
 
 def _copy_one(item: Path, target: Path, limit: int, name: str, skipped: Optional[list[str]]) -> int:

@@ -175,3 +175,24 @@ def test_an_event_one_of_our_drains_answered_never_drains_again(tmp_path: Path) 
     assert again.action == "skipped" and "already remediated" in again.why and "node-02" not in slurm.drained
     fresh = {**DIAG, "root_cause": {**DIAG["root_cause"], "time": (NOW + timedelta(minutes=30)).isoformat()}}
     assert rem.consider(fresh, "debug", "3", NOW + timedelta(minutes=40))[0].action == "drained"
+
+
+def test_a_node_bundle_contributes_its_own_nodes_evidence_only(tmp_path: Path) -> None:
+    """node-02's bundle carrying syslog/node-01.log (an Xid) would overwrite node-01's own log and get
+    node-01 blamed and drained; it is left out and named."""
+    from slurm_attrib.finalizer import nodebundles
+
+    source = tmp_path / "nodes" / "c_1_0" / "node-02"
+    (source / "syslog").mkdir(parents=True)
+    (source / "metrics").mkdir()
+    (source / "syslog" / "node-02.log").write_text("Dec  2 12:00:00 node-02 kernel: ok\n")
+    (source / "syslog" / "node-01.log").write_text("Dec  2 12:00:00 node-01 kernel: NVRM: Xid (PCI:0000:3b:00): 79\n")
+    (source / "metrics" / "node-02.dcgm.txt").write_text("")
+    (source / "metrics" / "node-020.xml").write_text("")
+    dest = tmp_path / "job"
+    skipped: list[str] = []
+    assert nodebundles.copy_evidence(source, dest, "node-02", skipped=skipped) == 2
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
+        "metrics/node-02.dcgm.txt", "syslog/node-02.log"]
+    assert skipped == ["node-02: syslog/node-01.log left out: a node bundle holds its own node's evidence only",
+                       "node-02: metrics/node-020.xml left out: a node bundle holds its own node's evidence only"]
