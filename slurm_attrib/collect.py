@@ -133,7 +133,10 @@ class EpilogJob:
 
     @property
     def key(self) -> str:
-        return str(job_key(self.cluster, self.spool_job_id, self.restart_count))
+        """The spool key, by the raw job id whatever the array ids: EpilogSlurmctld's queue entry (and so
+        the finalizer) names an array task by its raw id, and a bundle filed under ``<array>_<task>`` was
+        never found (the Epilog has the array ids from 23.02 on)."""
+        return str(job_key(self.cluster, self.job_id, self.restart_count))
 
     def succeeded(self) -> bool:
         """Exit 0:0 and derived 0: what the wrapper's fast path skips (TIMEOUT/CANCELLED look the same)."""

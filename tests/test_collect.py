@@ -149,7 +149,8 @@ def test_array_and_restart_keys() -> None:
     assert EpilogJob.from_env(env).key == "mini_7_0"  # 22.05: the Epilog does not know the array
     env.update(SLURM_ARRAY_JOB_ID="6", SLURM_ARRAY_TASK_ID="1", SLURM_JOB_RESTART_COUNT="2")
     job = EpilogJob.from_env(env)
-    assert job.key == "mini_6_1_2" and job.facts()["raw_job_id"] == "7"
+    assert job.key == "mini_7_2" and job.facts()["raw_job_id"] == "7"  # the raw id, as the finalizer looks it up
+    assert job.facts()["job_id"] == "6_1"
     del env["SLURM_JOB_RESTART_COUNT"]
     assert EpilogJob.from_env(env).restart_count == 0
 
