@@ -8,8 +8,9 @@ interpreter starts and exits in a few tens of milliseconds; run it as ``python3 
 slurm_attrib.hooks HOOK [--spool DIR]`` from the ``/bin/sh`` wrapper ``etc/libexec/slurm-attrib-ctld-hook``.
 
 File names: EpilogSlurmctld → ``<cluster>_<job id>_<restart count>.json`` (the job key the node
-bundles use); jobcomp has no restart count in its environment → ``<cluster>_<job id>.jobcomp.json``
-(the finalizer merges it into the job's entry or resolves the restart count itself).
+bundles use); jobcomp has no restart count in its environment, but the run's start → ``<cluster>_<job
+id>_s<START>.jobcomp.json``, so the record of a requeued run and that of the next run are two entries
+(the finalizer merges each into its run's entry or resolves the restart count itself).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def _safe(text: str) -> str:
 def queue_name(hook: str, env: dict[str, str]) -> str:
     """The queue file name for this hook's environment."""
     if hook == "jobcomp":
-        return f"{_safe(env.get('CLUSTER', ''))}_{_safe(env.get('JOBID', ''))}.jobcomp.json"
+        start = env.get("START", "")
+        run = f"_s{_safe(start)}" if start.isdigit() else ""
+        return f"{_safe(env.get('CLUSTER', ''))}_{_safe(env.get('JOBID', ''))}{run}.jobcomp.json"
     cluster = env.get("SLURM_CLUSTER_NAME", "")
     job_id = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID", "")
     return f"{_safe(cluster)}_{_safe(job_id)}_{_safe(env.get('SLURM_JOB_RESTART_COUNT', '0'))}.json"

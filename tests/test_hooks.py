@@ -31,9 +31,14 @@ def test_epilog_slurmctld_entry_is_named_by_job_key(tmp_path: Path) -> None:
     assert not [p for p in (tmp_path / "queue").iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_jobcomp_entry_has_no_restart_count(tmp_path: Path) -> None:
-    path = hooks.enqueue("jobcomp", _env("hook-jobcomp-timeout.env"), str(tmp_path), 1.0)
-    assert Path(path).name == "mini_10.jobcomp.json"
+def test_jobcomp_entry_has_no_restart_count_but_the_runs_start(tmp_path: Path) -> None:
+    """Two runs of a requeued job are two entries: the second no longer replaces the first in the queue."""
+    env = _env("hook-jobcomp-timeout.env")
+    path = hooks.enqueue("jobcomp", env, str(tmp_path), 1.0)
+    assert Path(path).name == "mini_10_s1796218347.jobcomp.json"
+    later = hooks.enqueue("jobcomp", {**env, "START": "1796218999"}, str(tmp_path), 2.0)
+    assert Path(later).name == "mini_10_s1796218999.jobcomp.json" and Path(path).exists()
+    assert Path(hooks.enqueue("jobcomp", {**env, "START": "../x"}, str(tmp_path), 3.0)).name == "mini_10.jobcomp.json"
 
 
 def test_hook_is_detected_from_the_environment() -> None:

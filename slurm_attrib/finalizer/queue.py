@@ -52,6 +52,12 @@ class QueueEntry:
         value = self.env.get("SLURM_JOB_RESTART_COUNT")
         return int(value) if value and RESTART_COUNT.fullmatch(value) else None
 
+    @property
+    def run_start(self) -> Optional[int]:
+        """jobcomp's ``START`` (epoch seconds): which run of a requeued job the record is about."""
+        value = self.env.get("START", "") if self.hook == "jobcomp" else ""
+        return int(value) if value.isdigit() and len(value) <= 12 else None
+
 
 @dataclass
 class PendingJob:
@@ -122,20 +128,24 @@ def scan_queue(spool: Path) -> tuple[list[PendingJob], list[tuple[Path, str]]]:
 
 
 def group_entries(entries: list[QueueEntry]) -> list[PendingJob]:
-    """Merge entries of the same job: EpilogSlurmctld ones by their key; a jobcomp entry (no restart
-    count) joins the EpilogSlurmctld entry of the same (cluster, job id) with the highest restart count."""
+    """Merge entries of the same run of a job. EpilogSlurmctld ones by their key; a jobcomp entry (no
+    restart count) joins the EpilogSlurmctld entry of the same (cluster, job id) that ran nearest in time
+    (both hooks fire within milliseconds of each other at a run's end; a requeued job has one pair per
+    run); without one, jobcomp entries of different runs (``START``) stay apart."""
     jobs: dict[tuple[str, str, Optional[int]], PendingJob] = {}
     for entry in sorted((e for e in entries if e.hook != "jobcomp"), key=lambda e: e.enqueued_at):
         ident = (entry.cluster, entry.job_id, entry.restart_count or 0)
         jobs.setdefault(ident, PendingJob(*ident)).entries.append(entry)
-    for entry in (e for e in entries if e.hook == "jobcomp"):
+    alone: dict[tuple[str, str, Optional[int]], PendingJob] = {}
+    for entry in sorted((e for e in entries if e.hook == "jobcomp"), key=lambda e: (e.enqueued_at, e.path.name)):
         same = [j for (c, i, _), j in jobs.items() if (c, i) == (entry.cluster, entry.job_id)]
         if same:
-            max(same, key=lambda j: j.restart_count or 0).entries.append(entry)
+            min(same, key=lambda j: (abs(j.first_enqueued - entry.enqueued_at), -(j.restart_count or 0))
+                ).entries.append(entry)
         else:
-            jobs.setdefault((entry.cluster, entry.job_id, None),
-                            PendingJob(entry.cluster, entry.job_id, None)).entries.append(entry)
-    return sorted(jobs.values(), key=lambda j: j.first_enqueued)
+            alone.setdefault((entry.cluster, entry.job_id, entry.run_start),
+                             PendingJob(entry.cluster, entry.job_id, None)).entries.append(entry)
+    return sorted([*jobs.values(), *alone.values()], key=lambda j: j.first_enqueued)
 
 
 def remove_entries(job: PendingJob) -> None:

@@ -189,8 +189,17 @@ class Finalizer:
         return self._diagnose_when_ready(job, info, work, now)
 
     def _resolve_restart(self, job: queue.PendingJob) -> queue.PendingJob:
+        """The restart count of a jobcomp-only entry: the controller's, unless the job has started again
+        since the run the record is about (its ``START`` is older than the controller's start time): then
+        the run before. A requeued run's record (JOBSTATE PENDING or PREEMPTED) must not take the next
+        run's key, or the next run's real failure is dropped as its duplicate."""
         ctl = self.slurm.show_job(job.job_id)
-        job.restart_count = ctl.restart_count if ctl else 0
+        if ctl is None:
+            job.restart_count = 0
+            return job
+        starts = [e.run_start for e in job.entries if e.run_start is not None]
+        earlier = bool(starts) and ctl.start is not None and max(starts) < ctl.start.timestamp() - 1
+        job.restart_count = max(0, ctl.restart_count - 1) if earlier else ctl.restart_count
         return job
 
     def _job_info(self, job: queue.PendingJob) -> jobinfo.JobInfo:

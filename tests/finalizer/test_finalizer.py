@@ -177,6 +177,31 @@ def test_both_hooks_for_one_job_give_one_verdict(tmp_path: Path, engine: Engine)
     assert len(store.recorded) == 1
 
 
+def test_jobcomp_only_requeue_keeps_each_run_under_its_own_key(tmp_path: Path, engine: Engine) -> None:
+    """jobcomp/script as the only trigger (the one that does not slow 22.05's scheduler): run 0 is
+    preempted and requeued, run 1 fails. Run 0's record must not take run 1's key (it was diagnosed as
+    'preempted' under it, and run 1's real failure was then dropped as its duplicate)."""
+    comp = {"JOBID": "21", "CLUSTER": "c", "EXITCODE": "0:0", "DERIVED_EC": "0:0", "NODES": "node-01",
+            "UID": str(os.getuid())}
+    run0_start = int((T0 - timedelta(minutes=30)).timestamp())
+    hooks.enqueue("jobcomp", {**comp, "JOBSTATE": "PREEMPTED", "START": str(run0_start)}, str(tmp_path),
+                  T0.timestamp() - 600)
+    slurm = FakeSlurm(jobs={"21": _ctl("21", "RUNNING", ("node-01",), restart_count=1)},  # run 1 began T0-10min
+                      acct={"21": [_acct("21", "PREEMPTED", "0:0", ("node-01",))]})
+    fin = _finalizer(tmp_path, engine, slurm, FakeStore())
+    (first,) = fin.step(T0)
+    assert (first.key, first.outcome) == ("c_21_0", "diagnosed") and "preempted" in first.detail
+    assert not (tmp_path / "done" / "c_21_1.json").exists()
+    run1_start = int((T0 - timedelta(minutes=10)).timestamp())
+    hooks.enqueue("jobcomp", {**comp, "JOBSTATE": "FAILED", "EXITCODE": "1:0", "START": str(run1_start)},
+                  str(tmp_path), T0.timestamp())
+    slurm.jobs["21"] = _ctl("21", "FAILED", ("node-01",), restart_count=1)
+    slurm.acct["21"] = [_acct("21", "FAILED", "1:0", ("node-01",))]
+    _node_bundle(tmp_path, "c_21_1", "node-01")
+    results = fin.step(T0 + timedelta(seconds=10))
+    assert [(r.key, r.outcome) for r in results] == [("c_21_1", "diagnosed")]
+
+
 def test_requeued_job_is_left_for_its_next_run(tmp_path: Path, engine: Engine) -> None:
     hooks.enqueue("epilog_slurmctld", _ctld_env("12", "node-01", "0:0"), str(tmp_path), T0.timestamp())
     slurm = FakeSlurm(jobs={"12": _ctl("12", "PENDING", ("node-01",))})
