@@ -1,0 +1,95 @@
+"""``GET /metrics`` in the Prometheus exposition format. What the store knows (verdicts by status and
+category, lost GPU-hours by category, culprit counts per node) and the finalizer's queue depth are read
+at scrape time through the store's report functions; the diagnosis latency is observed by the service."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Callable, Optional
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from ..store import Store, StoreError
+from ..store.reports import Window, node_offenders, verdict_stats
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class StoreCollector(Collector):
+    """Gauges computed from the store on each scrape (``open_store`` gives a read-only store, or raises
+    StoreError: then ``slurm_attrib_store_up`` is 0 and the store's gauges are left out)."""
+
+    def __init__(self, open_store: Callable[[], Store], spool_dir: Optional[Path]) -> None:
+        self.open_store = open_store
+        self.spool_dir = spool_dir
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("slurm_attrib_store_up", "1 when the store could be read for this scrape")
+        try:
+            with self.open_store() as store:
+                families = list(_store_families(store))
+            up.add_metric([], 1.0)
+        except StoreError:
+            families = []
+            up.add_metric([], 0.0)
+        yield up
+        yield from families
+        queue = self.queue_depth()
+        if queue is not None:
+            depth = GaugeMetricFamily("slurm_attrib_finalizer_queue_depth",
+                                      "jobs waiting in the finalizer's queue (spool queue/)")
+            depth.add_metric([], float(queue))
+            yield depth
+
+    def queue_depth(self) -> Optional[int]:
+        if self.spool_dir is None or not (self.spool_dir / "queue").is_dir():
+            return None
+        from ..finalizer.queue import scan_queue
+
+        pending, _ = scan_queue(self.spool_dir)
+        return len(pending)
+
+
+def _store_families(store: Store) -> Iterator[Metric]:
+    """All-time totals of ``slurm-attrib stats`` and the rows of ``slurm-attrib nodes``."""
+    by_status: dict[str, int] = defaultdict(int)
+    by_category: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for bucket in verdict_stats(store, Window(), by="week"):
+        for status, count in bucket.by_status.items():
+            by_status[status] += count
+        for category, (jobs, gpu_hours) in bucket.by_category.items():
+            by_category[category][0] += jobs
+            by_category[category][1] += gpu_hours
+    statuses = GaugeMetricFamily("slurm_attrib_verdicts_by_status", "stored verdicts (one per job restart)",
+                               labels=["status"])
+    for name, count in sorted(by_status.items()):
+        statuses.add_metric([name], float(count))
+    categories = GaugeMetricFamily("slurm_attrib_verdicts_by_category", "stored verdicts (one per job restart)",
+                                 labels=["category"])
+    lost = GaugeMetricFamily("slurm_attrib_lost_gpu_hours", "GPU-hours of the failed jobs, by verdict category",
+                             labels=["category"])
+    for name, (jobs, gpu_hours) in sorted(by_category.items()):
+        categories.add_metric([name], float(jobs))
+        lost.add_metric([name], round(gpu_hours, 4))
+    culprits = GaugeMetricFamily("slurm_attrib_culprit_jobs", "jobs a node was the culprit of",
+                                 labels=["cluster", "node"])
+    for row in node_offenders(store, Window()):
+        culprits.add_metric([row["cluster"], row["node"]], float(row["jobs"]))
+    yield from (statuses, categories, lost, culprits)
+
+
+class ServiceMetrics:
+    """The service's registry: the store collector and the diagnosis latency histogram."""
+
+    def __init__(self, open_store: Callable[[], Store], spool_dir: Optional[Path]) -> None:
+        self.registry = CollectorRegistry()
+        self.registry.register(StoreCollector(open_store, spool_dir))
+        self.latency = Histogram("slurm_attrib_diagnosis_seconds", "time to diagnose one posted bundle "
+                                 "(unpack, engine, store)", buckets=LATENCY_BUCKETS, registry=self.registry)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
