@@ -35,6 +35,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             sys.stderr.write(f"slurm-attrib: demo store {store_path}\n")
         service = Service.from_config(config, store_path, lambda: engine_of(args, config))
         service.engines.warm()  # rule errors show now, not at the first request
+        problem = service.prepare_store()
+        if problem:
+            sys.stderr.write(f"slurm-attrib: warning: serving reads only: {problem}\n")
         certfile, keyfile = config.service.ssl_certfile or None, config.service.ssl_keyfile or None
         sys.stderr.write(f"slurm-attrib: serving on http{'s' if certfile else ''}://{host}:{port}/\n")
         sys.stderr.flush()

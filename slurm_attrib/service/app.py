@@ -227,6 +227,8 @@ def _add_read_routes(app: FastAPI, service: Service) -> None:
         flt = reports.VerdictFilter(window=_window(since, until, service), node=node, user=user,
                                     partition=partition, category=category, status=status,
                                     responsible=responsible, cluster=cluster, limit=limit, after=_cursor(cursor))
+        if not service.has_store():  # a new site: nothing recorded yet
+            return canonical_response({"items": [], "next_cursor": None})
         with service.read_store() as st:
             rows, after = reports.query_verdict_page(st, flt)
         return canonical_response({"items": rows, "next_cursor": f"{after[0]}~{after[1]}" if after else None})
@@ -243,6 +245,8 @@ def _add_read_routes(app: FastAPI, service: Service) -> None:
              summary="Repeat offenders: culprit counts per node (`slurm-attrib nodes`)")
     def get_nodes(since: Optional[str] = None, until: Optional[str] = None, min_jobs: int = Query(1, ge=1),
                   limit: Optional[int] = Query(None, ge=1)) -> Response:
+        if not service.has_store():
+            return canonical_response([])
         with service.read_store() as st:
             rows = reports.node_offenders(st, _window(since, until, service), min_jobs, False, limit)
         return canonical_response(rows)
@@ -251,6 +255,8 @@ def _add_read_routes(app: FastAPI, service: Service) -> None:
              summary="Counts and lost GPU-hours per bucket (`slurm-attrib stats --format json`)")
     def get_stats(since: Optional[str] = None, until: Optional[str] = None,
                   by: str = Query("week", pattern="^(day|week)$")) -> Response:
+        if not service.has_store():
+            return canonical_response([])
         with service.read_store() as st:
             buckets = reports.verdict_stats(st, _window(since, until, service), by)
         return canonical_response([b.to_dict() for b in buckets])

@@ -87,6 +87,20 @@ class Service:
 
     # -- reading ---------------------------------------------------------------------------------
 
+    def prepare_store(self) -> str:
+        """Create and migrate the store when there is none yet, so readers never meet a half-made one;
+        a service that may not write it serves reads only. Why it could not, or ''."""
+        if Path(self.store_path).exists():
+            return ""
+        try:
+            Store.open(self.store_path, StoreSettings(busy_timeout_s=self.config.store.busy_timeout_s)).close()
+        except StoreError as exc:
+            return str(exc)
+        return ""
+
+    def has_store(self) -> bool:
+        return Path(self.store_path).is_file()
+
     def read_store(self) -> Store:
         """The store, read-only (StoreError when there is none yet)."""
         return Store.open(self.store_path, StoreSettings(busy_timeout_s=self.config.store.busy_timeout_s),
@@ -95,6 +109,8 @@ class Service:
     def job_verdict(self, cluster: str, job: str) -> Optional[dict[str, Any]]:
         """What ``slurm-attrib show --format json`` prints for the job, with the names of the evidence
         files stored with it; None when the store has no verdict for it."""
+        if not self.has_store():
+            return None
         with self.read_store() as st:
             rows = st.find(job, cluster)
             if not rows:

@@ -145,6 +145,16 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running.stop()
 
 
+@pytest.fixture(scope="module")
+def strict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Small caps, no networks trusted for node bundles, reads need a token, a low rate."""
+    running = start_server(tmp_path_factory.mktemp("strict"), config_extra=(
+        "  max_request_bytes: 200000\n  max_entries: 6\n  max_unpacked_bytes: 300000\n  node_networks: []\n"
+        "  read_token_required: true\n  rate_per_s: 2\n  rate_burst: 40\n"))
+    yield running
+    running.stop()
+
+
 def tar_gz(files: dict[str, bytes], prefix: str = "") -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
