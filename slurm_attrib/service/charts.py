@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Optional
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")
+           "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#aec7e8", "#98df8a", "#ff9896")
 WIDTH, HEIGHT, PAD = 640, 220, 28
 
 
