@@ -24,7 +24,7 @@ HISTORY_WEEKS = 26
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True)
     env.filters["url"] = lambda text: quote(str(text), safe="")
     env.globals["version"] = __version__
     return env

@@ -5,6 +5,7 @@ node, a phone-width screen needs no sideways scroll, and no page asks any other 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from .conftest import Server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
+if (CHROMIUM is None or CHROMEDRIVER is None) and os.environ.get("CI"):
+    raise RuntimeError("CI must run the browser tests: .ci/run installs chromium and chromium-driver")
 if CHROMIUM is None or CHROMEDRIVER is None:
     pytest.skip("Chromium and chromedriver are not installed (apt-get install chromium chromium-driver; "
                 ".ci/run installs them)", allow_module_level=True)
