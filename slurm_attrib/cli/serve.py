@@ -8,12 +8,15 @@ import argparse
 import logging
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..store import db as store_db
 from .common import add_rule_options, command, config_of, engine_of, now_of
+
+DEMO_NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)  # just after the demo and golden jobs ended
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -31,9 +34,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.demo:
             from ..service.demo import fill_demo_store
 
-            store_path = str(fill_demo_store(engine_of(args, config), Path(scratch), now_of(args)))
+            store_path = str(fill_demo_store(engine_of(args, config), Path(scratch),
+                                             now_of(args) if args.now else DEMO_NOW))
             sys.stderr.write(f"slurm-attrib: demo store {store_path}\n")
         service = Service.from_config(config, store_path, lambda: engine_of(args, config))
+        if args.now or args.demo:  # a fixed "now": the overview's windows end there
+            fixed = now_of(args) if args.now else DEMO_NOW
+            service.clock = lambda: fixed
         service.engines.warm()  # rule errors show now, not at the first request
         problem = service.prepare_store()
         if problem:
@@ -58,7 +65,8 @@ def register(sub: Any) -> None:
     serve.add_argument("--demo", action="store_true", help="serve a temporary store with the demo verdicts")
     serve.add_argument("--store", help=f"the store (default ${store_db.STORE_ENV}, else the configuration's "
                                        "store.path)")
-    serve.add_argument("--now", help="verdict time of the --demo verdicts (ISO); default: the clock")
+    serve.add_argument("--now", help="take this ISO time as now: the verdict time of recorded verdicts and the end of "
+                       "the dashboard's windows (default: the clock; with --demo, the demo's 2026-12-01)")
     serve.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                        help="server log level")
     serve.add_argument("--access-log", action="store_true", help="log every request")

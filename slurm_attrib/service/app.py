@@ -28,6 +28,8 @@ from .tarsafe import ArchiveRefused, extract
 
 JSON = "application/json"
 MAX_PAGE = 1000
+TAR_BODY = {"requestBody": {"required": True, "description": "the bundle as a gzip'd tar",
+                            "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}}}
 SPOOLED_BODY = 8 << 20  # request bodies up to this stay in memory, larger go to a temporary file
 
 
@@ -142,7 +144,7 @@ async def _body(request: Request, limit: int) -> tuple[IO[bytes], int]:
 
 def _add_write_routes(app: FastAPI, service: Service) -> None:
     @app.post("/v1/diagnoses", response_model=models.Diagnosis, responses=_responses(400, 401, 413, 429, 503),
-              summary="Diagnose a bundle (tar.gz); ?store=true records the verdict")
+              summary="Diagnose a bundle (tar.gz); ?store=true records the verdict", openapi_extra=TAR_BODY)
     async def post_diagnosis(request: Request, store: bool = False) -> Response:
         _require_writer(request, service)
         body, size = await _body(request, service.config.service.max_request_bytes)
@@ -159,7 +161,7 @@ def _add_write_routes(app: FastAPI, service: Service) -> None:
 
     @app.post("/v1/node-bundles", response_model=models.NodeBundleReceipt,
               responses=_responses(400, 401, 413, 429), summary="Receive a node bundle as the epilog sends it "
-              "(headers X-Slurm-Attrib-Job-Key and X-Slurm-Attrib-Node)")
+              "(headers X-Slurm-Attrib-Job-Key and X-Slurm-Attrib-Node)", openapi_extra=TAR_BODY)
     async def post_node_bundle_headers(request: Request) -> Response:
         key = request.headers.get("x-slurm-attrib-job-key", "")
         node = request.headers.get("x-slurm-attrib-node", "")
@@ -168,7 +170,8 @@ def _add_write_routes(app: FastAPI, service: Service) -> None:
         return await post_node_bundle(request, key, node)
 
     @app.post("/v1/node-bundles/{cluster}/{job}/{node}", response_model=models.NodeBundleReceipt,
-              responses=_responses(400, 401, 413, 429), summary="Receive a node bundle for a job restart")
+              responses=_responses(400, 401, 413, 429), summary="Receive a node bundle for a job restart",
+              openapi_extra=TAR_BODY)
     async def post_node_bundle_path(request: Request, cluster: str, job: str, node: str,
                                     restart_count: int = Query(0, ge=0)) -> Response:
         key = job_key(cluster, job, restart_count)

@@ -5,6 +5,7 @@ request to any other host."""
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import quote
@@ -19,7 +20,7 @@ from . import charts
 from .context import Service
 
 TEMPLATES = Path(__file__).parent / "templates"
-HISTORY_WEEKS = 26
+CHART_DAYS = {"day": 60, "week": 182}  # how far back the overview's chart reaches, per bucket size
 
 
 def environment() -> jinja2.Environment:
@@ -49,6 +50,8 @@ def add_dashboard(app: FastAPI, service: Service) -> None:
 
     @app.get("/nodes/{cluster}/{node}", response_class=HTMLResponse, include_in_schema=False)
     def node_page(cluster: str, node: str) -> Response:
+        if not service.has_store():
+            return page("missing.html", 404, what="no store yet")
         with service.read_store() as st:
             jobs = reports.query_verdicts(st, reports.VerdictFilter(node=node, cluster=cluster, limit=500))
         return page("node.html", cluster=cluster, node=node, jobs=jobs, **node_summary(jobs))
@@ -65,23 +68,30 @@ def add_dashboard(app: FastAPI, service: Service) -> None:
 
 
 def overview_values(service: Service, by: str) -> dict[str, Any]:
+    """The overview over the recent past: the chart, lost GPU-hours and the unattributed rate of the last
+    ``CHART_DAYS``; repeat offenders of the culprit-history window (``finalizer.history_days``)."""
     now = service.clock()
-    with service.read_store() as st:
-        buckets = [b.to_dict() for b in reports.verdict_stats(st, reports.Window(), by)]
-        offenders = reports.node_offenders(st, reports.Window(), 1, False, 10)
-        recent = reports.query_verdicts(st, reports.VerdictFilter(limit=20))
-    buckets = buckets[-(HISTORY_WEEKS * (7 if by == "day" else 1)):]
+    chart_window = reports.Window(since=now - timedelta(days=CHART_DAYS[by]))
+    offender_window = reports.Window(since=now - timedelta(days=service.history_days))
+    if not service.has_store():
+        buckets, offenders, recent = [], [], []
+    else:
+        with service.read_store() as st:
+            buckets = [b.to_dict() for b in reports.verdict_stats(st, chart_window, by)]
+            offenders = reports.node_offenders(st, offender_window, 1, False, 10)
+            recent = reports.query_verdicts(st, reports.VerdictFilter(limit=20))
     jobs = sum(b["jobs"] for b in buckets)
     unattributed = sum(b["by_status"].get("unattributed", 0) for b in buckets)
     lost: dict[str, float] = defaultdict(float)
     for bucket in buckets:
         for category, group in bucket["by_category"].items():
             lost[category] += group["gpu_hours"]
-    return {"chart": charts.stacked_by_category(buckets), "by": by, "jobs": jobs, "unattributed": unattributed,
-            "unattributed_rate": round(100.0 * unattributed / jobs, 1) if jobs else 0.0,
+    return {"chart": charts.stacked_by_category(buckets), "by": by, "days": CHART_DAYS[by], "jobs": jobs,
+            "unattributed": unattributed, "unattributed_rate": round(100.0 * unattributed / jobs, 1) if jobs else 0.0,
             "lost": charts.share_bars(sorted(((k, round(v, 2)) for k, v in lost.items()),
                                              key=lambda kv: (-kv[1], kv[0]))),
-            "offenders": offenders, "recent": recent, "now": now.isoformat(timespec="seconds")}
+            "offenders": offenders, "offender_days": service.history_days, "recent": recent,
+            "now": now.isoformat(timespec="seconds")}
 
 
 def job_values(found: dict[str, Any]) -> dict[str, Any]:

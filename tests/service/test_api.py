@@ -153,6 +153,7 @@ def test_openapi_is_generated_from_the_models(demo_server: Server) -> None:
         assert path in doc["paths"], path
     ok = doc["paths"]["/v1/diagnoses"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert ok == {"$ref": "#/components/schemas/Diagnosis"}
+    assert "application/gzip" in doc["paths"]["/v1/diagnoses"]["post"]["requestBody"]["content"]
     assert demo_server.call("GET", "/docs").status == 404  # the Swagger page would load scripts from a CDN
 
 
