@@ -232,7 +232,7 @@ def _add_read_routes(app: FastAPI, service: Service) -> None:
                                     responsible=responsible, cluster=cluster, limit=limit, after=_cursor(cursor))
         if not service.has_store():  # a new site: nothing recorded yet
             return canonical_response({"items": [], "next_cursor": None})
-        with service.read_store() as st:
+        with service.reading() as st:
             rows, after = reports.query_verdict_page(st, flt)
         return canonical_response({"items": rows, "next_cursor": f"{after[0]}~{after[1]}" if after else None})
 
@@ -250,7 +250,7 @@ def _add_read_routes(app: FastAPI, service: Service) -> None:
                   limit: Optional[int] = Query(None, ge=1)) -> Response:
         if not service.has_store():
             return canonical_response([])
-        with service.read_store() as st:
+        with service.reading() as st:
             rows = reports.node_offenders(st, _window(since, until, service), min_jobs, False, limit)
         return canonical_response(rows)
 
@@ -260,7 +260,7 @@ def _add_read_routes(app: FastAPI, service: Service) -> None:
                   by: str = Query("week", pattern="^(day|week)$")) -> Response:
         if not service.has_store():
             return canonical_response([])
-        with service.read_store() as st:
+        with service.reading() as st:
             buckets = reports.verdict_stats(st, _window(since, until, service), by)
         return canonical_response([b.to_dict() for b in buckets])
 

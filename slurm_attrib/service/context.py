@@ -5,6 +5,7 @@ the limits and the metrics. :mod:`.app` builds the HTTP side over it."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import tarfile
 import threading
@@ -55,6 +56,43 @@ class EnginePool:
                 self._free.put(engine)
 
 
+class ReaderPool:
+    """Open read-only stores waiting for the next request, each with the identity of its file."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self.keep, self._idle = keep, queue.SimpleQueue[tuple[tuple[int, int], Store]]()
+
+    @staticmethod
+    def _identity(path: str) -> tuple[int, int]:
+        info = os.stat(path)
+        return info.st_dev, info.st_ino
+
+    def take(self, path: str, open_store: Callable[[], Store]) -> Store:
+        try:
+            identity = self._identity(path)
+        except OSError:
+            identity = (-1, -1)
+        while True:
+            try:
+                seen, store = self._idle.get_nowait()
+            except queue.Empty:
+                return open_store()
+            if seen == identity:
+                return store
+            store.close()
+
+    def give(self, store: Store) -> None:
+        try:
+            identity = self._identity(store.path)
+        except OSError:
+            store.close()
+            return
+        if self._idle.qsize() < self.keep:
+            self._idle.put((identity, store))
+        else:
+            store.close()
+
+
 @dataclass
 class Service:
     """One service instance. ``clock`` gives the verdict time of recorded diagnoses."""
@@ -70,9 +108,11 @@ class Service:
     limits: Limits = field(default_factory=Limits)
     rate: RateLimiter = field(default_factory=lambda: RateLimiter(0.0, 1))
     metrics: ServiceMetrics = field(init=False)
+    _readers: ReaderPool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.metrics = ServiceMetrics(self.read_store, self.spool_dir)
+        self._readers = ReaderPool()
+        self.metrics = ServiceMetrics(self.reading, self.spool_dir)
 
     @classmethod
     def from_config(cls, config: Config, store_path: str, engine: Callable[[], Engine],
@@ -106,12 +146,28 @@ class Service:
         return Store.open(self.store_path, StoreSettings(busy_timeout_s=self.config.store.busy_timeout_s),
                           readonly=True)
 
+    @contextmanager
+    def reading(self) -> Iterator[Store]:
+        """A read-only store from a small pool: SQLite's page cache lives in the connection, so a kept
+        connection answers from memory where a new one per request would read every page again. A
+        connection whose file was replaced (another inode) is dropped; one that failed is not kept."""
+        store = self._readers.take(self.store_path, self.read_store)
+        kept = False
+        try:
+            yield store
+            kept = True
+        finally:
+            if kept:
+                self._readers.give(store)
+            else:
+                store.close()
+
     def job_verdict(self, cluster: str, job: str) -> Optional[dict[str, Any]]:
         """What ``slurm-attrib show --format json`` prints for the job, with the names of the evidence
         files stored with it; None when the store has no verdict for it."""
         if not self.has_store():
             return None
-        with self.read_store() as st:
+        with self.reading() as st:
             rows = st.find(job, cluster)
             if not rows:
                 return None

@@ -52,7 +52,7 @@ def add_dashboard(app: FastAPI, service: Service) -> None:
     def node_page(cluster: str, node: str) -> Response:
         if not service.has_store():
             return page("missing.html", 404, what="no store yet")
-        with service.read_store() as st:
+        with service.reading() as st:
             jobs = reports.query_verdicts(st, reports.VerdictFilter(node=node, cluster=cluster, limit=500))
         return page("node.html", cluster=cluster, node=node, jobs=jobs, **node_summary(jobs))
 
@@ -76,7 +76,7 @@ def overview_values(service: Service, by: str) -> dict[str, Any]:
     if not service.has_store():
         buckets, offenders, recent = [], [], []
     else:
-        with service.read_store() as st:
+        with service.reading() as st:
             buckets = [b.to_dict() for b in reports.verdict_stats(st, chart_window, by)]
             offenders = reports.node_offenders(st, offender_window, 1, False, 10)
             recent = reports.query_verdicts(st, reports.VerdictFilter(limit=20))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -23,7 +24,7 @@ class StoreCollector(Collector):
     """Gauges computed from the store on each scrape (``open_store`` gives a read-only store, or raises
     StoreError: then ``slurm_attrib_store_up`` is 0 and the store's gauges are left out)."""
 
-    def __init__(self, open_store: Callable[[], Store], spool_dir: Optional[Path]) -> None:
+    def __init__(self, open_store: Callable[[], AbstractContextManager[Store]], spool_dir: Optional[Path]) -> None:
         self.open_store = open_store
         self.spool_dir = spool_dir
 
@@ -85,7 +86,7 @@ def _store_families(store: Store) -> Iterator[Metric]:
 class ServiceMetrics:
     """The service's registry: the store collector and the diagnosis latency histogram."""
 
-    def __init__(self, open_store: Callable[[], Store], spool_dir: Optional[Path]) -> None:
+    def __init__(self, open_store: Callable[[], AbstractContextManager[Store]], spool_dir: Optional[Path]) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(StoreCollector(open_store, spool_dir))
         self.latency = Histogram("slurm_attrib_diagnosis_seconds", "time to diagnose one posted bundle "
