@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from pathlib import Path
 from typing import IO, Any, Callable, Optional
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
 
 from .. import __version__, canonical
 from ..connectors.spool import job_key
@@ -28,8 +29,13 @@ from .tarsafe import ArchiveRefused, extract
 
 JSON = "application/json"
 MAX_PAGE = 1000
+BINARY: dict[str, Any] = {"schema": {"type": "string", "format": "binary"}}
 TAR_BODY = {"requestBody": {"required": True, "description": "the bundle as a gzip'd tar",
-                            "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}}}
+                            "content": {"application/gzip": BINARY}}}
+TAR_OR_FORM_BODY = {"requestBody": {
+    "required": True, "description": "the bundle as a gzip'd tar, or a multipart form whose file field `bundle` is one",
+    "content": {"application/gzip": BINARY, "multipart/form-data": {"schema": {
+        "type": "object", "required": ["bundle"], "properties": {"bundle": BINARY["schema"]}}}}}}
 SPOOLED_BODY = 8 << 20  # request bodies up to this stay in memory, larger go to a temporary file
 
 
@@ -139,16 +145,42 @@ async def _body(request: Request, limit: int) -> tuple[IO[bytes], int]:
     return spooled, size
 
 
+FORM_FIELD = "bundle"
+
+
+async def _form_file(request: Request, body: IO[bytes]) -> UploadFile:
+    """The ``bundle`` file of a multipart form, parsed from the already capped body; 400 without one."""
+    from starlette.formparsers import MultiPartException, MultiPartParser
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        while chunk := body.read(1 << 16):
+            yield chunk
+
+    try:
+        form = await MultiPartParser(request.headers, chunks(), max_files=1, max_fields=8).parse()
+    except MultiPartException as exc:
+        raise Refused(400, f"invalid multipart body: {exc.message}") from None
+    upload = form.get(FORM_FIELD)
+    if not isinstance(upload, UploadFile):
+        raise Refused(400, f"multipart body without a file field {FORM_FIELD!r}")
+    upload.file.seek(0)
+    return upload
+
+
 # -- writes ----------------------------------------------------------------------------------------
 
 
 def _add_write_routes(app: FastAPI, service: Service) -> None:
     @app.post("/v1/diagnoses", response_model=models.Diagnosis, responses=_responses(400, 401, 413, 429, 503),
-              summary="Diagnose a bundle (tar.gz); ?store=true records the verdict", openapi_extra=TAR_BODY)
+              summary="Diagnose a bundle (tar.gz); ?store=true records the verdict", openapi_extra=TAR_OR_FORM_BODY)
     async def post_diagnosis(request: Request, store: bool = False) -> Response:
         _require_writer(request, service)
         body, size = await _body(request, service.config.service.max_request_bytes)
         with body:
+            if request.headers.get("content-type", "").startswith("multipart/form-data"):
+                upload = await _form_file(request, body)
+                with upload.file:
+                    return await run_in_threadpool(_diagnose_upload, service, upload.file, upload.size or 0, store)
             return await run_in_threadpool(_diagnose_upload, service, body, size, store)
 
     async def post_node_bundle(request: Request, key: str, node: str) -> Response:

@@ -40,6 +40,24 @@ def test_a_bundle_under_one_top_directory_is_found(server: Server) -> None:
     assert nested.status == 200 and nested.body == flat.body
 
 
+def multipart(field: str, filename: str, data: bytes) -> tuple[bytes, dict[str, str]]:
+    boundary = "slurmattrib0boundary7f3a"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\n"
+            f"Content-Type: application/gzip\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+    return body, {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+
+
+def test_a_multipart_upload_gives_the_same_diagnosis(server: Server) -> None:
+    bundle = bundle_tar(GOLDEN / "05_cuda_oom" / "bundle")
+    plain = server.call("POST", "/v1/diagnoses", bundle, TOKEN)
+    body, headers = multipart("bundle", "b.tar.gz", bundle)
+    form = server.call("POST", "/v1/diagnoses", body, TOKEN, headers)
+    assert form.status == 200 and form.body == plain.body
+    body, headers = multipart("other", "b.tar.gz", bundle)
+    wrong = server.call("POST", "/v1/diagnoses", body, TOKEN, headers)
+    assert (wrong.status, wrong.json()) == (400, {"detail": "multipart body without a file field 'bundle'"})
+
+
 @pytest.mark.parametrize(("token", "why"), [(None, "missing"), ("wrong-token", "wrong"), ("", "missing")])
 def test_writes_without_the_right_token_are_refused(server: Server, token: str | None, why: str) -> None:
     reply = server.call("POST", "/v1/diagnoses?store=true", bundle_tar(GOLDEN / "05_cuda_oom" / "bundle"), token)
