@@ -47,6 +47,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             sys.stderr.write(f"slurm-attrib: warning: serving reads only: {problem}\n")
         certfile, keyfile = config.service.ssl_certfile or None, config.service.ssl_keyfile or None
         sys.stderr.write(f"slurm-attrib: serving on http{'s' if certfile else ''}://{host}:{port}/\n")
+        if not certfile and host not in ("127.0.0.1", "::1", "localhost"):
+            sys.stderr.write("slurm-attrib: warning: listening beyond loopback without TLS: tokens and verdicts "
+                             "cross the network in clear (service.ssl_certfile, or a reverse proxy)\n")
         sys.stderr.flush()
         logging.basicConfig(level=logging.INFO)
         uvicorn.run(create_app(service), host=host, port=port, log_level=args.log_level, access_log=args.access_log,

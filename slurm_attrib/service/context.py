@@ -1,5 +1,5 @@
-"""What one running service holds: its configuration, the store it reads (read-only, opened per
-request) and writes (through :mod:`slurm_attrib.attribution`), a small pool of engines, the tokens,
+"""What one running service holds: its configuration, the store it reads (read-only connections kept
+in a small pool) and writes (through :mod:`slurm_attrib.attribution`), a small pool of engines, the tokens,
 the limits and the metrics. :mod:`.app` builds the HTTP side over it."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from .tarsafe import Limits
 
 
 class EnginePool:
-    """At most ``size`` diagnoses at once, each on an engine of its own (an engine's compiled prefilter
-    keeps scratch space that two threads must not share); engines are made on first need and kept."""
+    """At most ``size`` diagnoses at once, each on an engine of its own (the hyperscan prefilter keeps one
+    ``Scratch`` per engine, which two scans at once must not share); engines are made on first need and kept."""
 
     def __init__(self, make: Callable[[], Engine], size: int) -> None:
         self._make, self._free = make, queue.SimpleQueue[Engine]()

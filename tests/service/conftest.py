@@ -52,6 +52,7 @@ class Server:
     process: subprocess.Popen[bytes]
     root: Path
     log: Path
+    opener: Optional[urllib.request.OpenerDirector] = None
 
     @property
     def spool(self) -> Path:
@@ -71,7 +72,7 @@ class Server:
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(self.url + path, data=body, headers=sent, method=method)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        opener = self.opener or urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
             with opener.open(request, timeout=timeout) as response:
                 return Reply(response.status, response.read(), dict(response.headers))
@@ -101,7 +102,8 @@ def write_config(root: Path, extra: str = "") -> Path:
     return config
 
 
-def start_server(root: Path, *args: str, config_extra: str = "", env: Optional[dict[str, str]] = None) -> Server:
+def start_server(root: Path, *args: str, config_extra: str = "", env: Optional[dict[str, str]] = None,
+                 scheme: str = "http", opener: Optional[urllib.request.OpenerDirector] = None) -> Server:
     """Start ``slurm-attrib serve`` with a configuration under ``root``; wait for /healthz."""
     root.mkdir(parents=True, exist_ok=True)
     config = write_config(root, config_extra)
@@ -114,7 +116,7 @@ def start_server(root: Path, *args: str, config_extra: str = "", env: Optional[d
         process = subprocess.Popen([sys.executable, "-m", "slurm_attrib.cli", "serve", "--config", str(config),
                                     "--port", str(port), "--no-site-rules", "--now", NOW, *args],
                                    stdout=out, stderr=subprocess.STDOUT, env=full_env)
-    server = Server(f"http://127.0.0.1:{port}", process, root, log)
+    server = Server(f"{scheme}://127.0.0.1:{port}", process, root, log, opener)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
