@@ -15,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..store import Store, StoreError
-from ..store.reports import Window, node_offenders, verdict_stats
+from ..store.reports import Window, node_offenders, verdict_totals
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -56,31 +56,22 @@ class StoreCollector(Collector):
 
 
 def _store_families(store: Store) -> Iterator[Metric]:
-    """All-time totals of ``slurm-attrib stats`` and the rows of ``slurm-attrib nodes``."""
-    by_status: dict[str, int] = defaultdict(int)
-    by_category: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    for bucket in verdict_stats(store, Window(), by="week"):
-        for status, count in bucket.by_status.items():
-            by_status[status] += count
-        for category, (jobs, gpu_hours) in bucket.by_category.items():
-            by_category[category][0] += jobs
-            by_category[category][1] += gpu_hours
-    statuses = GaugeMetricFamily("slurm_attrib_verdicts_by_status", "stored verdicts (one per job restart)",
-                               labels=["status"])
-    for name, count in sorted(by_status.items()):
-        statuses.add_metric([name], float(count))
-    categories = GaugeMetricFamily("slurm_attrib_verdicts_by_category", "stored verdicts (one per job restart)",
-                                 labels=["category"])
+    """All-time totals of the store's verdicts and the rows of ``slurm-attrib nodes``."""
+    verdicts = GaugeMetricFamily("slurm_attrib_verdicts", "stored verdicts (one per job restart)",
+                                 labels=["status", "category"])
+    hours: dict[str, float] = defaultdict(float)
+    for (status, category), (jobs, gpu_hours) in verdict_totals(store).items():
+        verdicts.add_metric([status, category], float(jobs))
+        hours[category] += gpu_hours
     lost = GaugeMetricFamily("slurm_attrib_lost_gpu_hours", "GPU-hours of the failed jobs, by verdict category",
                              labels=["category"])
-    for name, (jobs, gpu_hours) in sorted(by_category.items()):
-        categories.add_metric([name], float(jobs))
-        lost.add_metric([name], round(gpu_hours, 4))
+    for category, value in sorted(hours.items()):
+        lost.add_metric([category], round(value, 4))
     culprits = GaugeMetricFamily("slurm_attrib_culprit_jobs", "jobs a node was the culprit of",
                                  labels=["cluster", "node"])
     for row in node_offenders(store, Window()):
         culprits.add_metric([row["cluster"], row["node"]], float(row["jobs"]))
-    yield from (statuses, categories, lost, culprits)
+    yield from (verdicts, lost, culprits)
 
 
 class ServiceMetrics:

@@ -228,3 +228,15 @@ def verdict_stats(store: Store, window: Window, by: str = "week", use_summary: b
             table[key][0] += n
             table[key][1] += hours
     return [buckets[k] for k in sorted(buckets)]
+
+
+def verdict_totals(store: Store) -> dict[tuple[str, str], tuple[int, float]]:
+    """All-time (status, category) -> (verdicts, GPU-hours), from the same groups as :func:`verdict_stats`
+    (the daily summary when the store has it, else one pass over the covering index)."""
+    groups = _summary_groups(store, None, None) if _has_summary(store) else _scan_groups(store, [], [])
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for _day, category, _responsible, status, n, e4 in groups:
+        total = totals[(str(status), str(category))]
+        total[0] += n
+        total[1] += e4
+    return {key: (jobs, e4 / 10000) for key, (jobs, e4) in sorted(totals.items())}

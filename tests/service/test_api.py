@@ -200,8 +200,15 @@ def test_metrics_count_what_the_store_holds(demo_server: Server) -> None:
     stats = store_cli(demo_server, "stats", "--by", "week")
     assert isinstance(stats, list)
     total = sum(b["jobs"] for b in stats)
-    assert sum(got["slurm_attrib_verdicts_by_status"].values()) == total
-    assert sum(got["slurm_attrib_verdicts_by_category"].values()) == total
+    assert sum(got["slurm_attrib_verdicts"].values()) == total
+    for status in ("attributed", "ambiguous", "unattributed"):
+        assert sum(v for k, v in got["slurm_attrib_verdicts"].items() if ("status", status) in k) == \
+            sum(b["by_status"].get(status, 0) for b in stats)
+    for category in {c for b in stats for c in b["by_category"]}:
+        assert sum(v for k, v in got["slurm_attrib_verdicts"].items() if ("category", category) in k) == \
+            sum(b["by_category"].get(category, {}).get("jobs", 0) for b in stats)
+    listed = demo_server.call("GET", "/v1/diagnoses?status=attributed&category=gpu_memory&limit=1000").json()
+    assert got["slurm_attrib_verdicts"][(("category", "gpu_memory"), ("status", "attributed"))] == len(listed["items"])
     gpu_memory = sum(b["by_category"].get("gpu_memory", {}).get("gpu_hours", 0.0) for b in stats)
     assert got["slurm_attrib_lost_gpu_hours"][(("category", "gpu_memory"),)] == pytest.approx(gpu_memory, abs=0.02)
     nodes = store_cli(demo_server, "nodes")
