@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -24,6 +24,7 @@ from ..errors import BundleError
 from ..store import Store, StoreError, StoreSettings
 from ..store import history as store_history
 from ..store.rebuild import diagnosis_from_dict
+from ..store.reports import Window
 from ..store.rows import JobKey
 from ..store.spool import resolve_spool_dir
 from ..store.timespec import parse_when
@@ -112,7 +113,7 @@ class Service:
 
     def __post_init__(self) -> None:
         self._readers = ReaderPool()
-        self.metrics = ServiceMetrics(self.reading, self.spool_dir)
+        self.metrics = ServiceMetrics(self.reading, self.spool_dir, self.culprit_window)
 
     @classmethod
     def from_config(cls, config: Config, store_path: str, engine: Callable[[], Engine],
@@ -124,6 +125,10 @@ class Service:
                    history_days=float(config.finalizer.history_days), node_networks=networks(svc.node_networks),
                    limits=Limits(svc.max_entries, svc.max_unpacked_bytes, svc.max_ratio),
                    rate=RateLimiter(svc.rate_per_s, svc.rate_burst))
+
+    def culprit_window(self) -> Window:
+        """The culprit-history window ending now: what repeat offenders are counted over."""
+        return Window(since=self.clock() - timedelta(days=self.history_days))
 
     # -- reading ---------------------------------------------------------------------------------
 

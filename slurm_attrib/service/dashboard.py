@@ -72,7 +72,7 @@ def overview_values(service: Service, by: str) -> dict[str, Any]:
     ``CHART_DAYS``; repeat offenders of the culprit-history window (``finalizer.history_days``)."""
     now = service.clock()
     chart_window = reports.Window(since=now - timedelta(days=CHART_DAYS[by]))
-    offender_window = reports.Window(since=now - timedelta(days=service.history_days))
+    offender_window = service.culprit_window()
     if not service.has_store():
         buckets, offenders, recent = [], [], []
     else:

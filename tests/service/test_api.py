@@ -211,7 +211,7 @@ def test_metrics_count_what_the_store_holds(demo_server: Server) -> None:
     assert got["slurm_attrib_verdicts"][(("category", "gpu_memory"), ("status", "attributed"))] == len(listed["items"])
     gpu_memory = sum(b["by_category"].get("gpu_memory", {}).get("gpu_hours", 0.0) for b in stats)
     assert got["slurm_attrib_lost_gpu_hours"][(("category", "gpu_memory"),)] == pytest.approx(gpu_memory, abs=0.02)
-    nodes = store_cli(demo_server, "nodes")
+    nodes = store_cli(demo_server, "nodes", "--since", "30d")  # the culprit-history window before --now
     assert isinstance(nodes, list)
     assert got["slurm_attrib_culprit_jobs"] == {(("cluster", r["cluster"]), ("node", r["node"])): r["jobs"]
                                                 for r in nodes}
