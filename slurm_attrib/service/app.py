@@ -85,7 +85,9 @@ def _install_guards(app: FastAPI, service: Service) -> None:
         if not service.rate.allow(client):
             return _problem(429, "too many requests from this address; slow down", {"Retry-After": "1"})
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > service.config.service.max_request_bytes):
+        if length is not None and not length.isdigit():
+            return _problem(400, "invalid Content-Length")
+        if length is not None and int(length) > service.config.service.max_request_bytes:
             return _problem(413, f"request body larger than {service.config.service.max_request_bytes} bytes")
         if request.method in ("GET", "HEAD") and service.config.service.read_token_required \
                 and request.url.path != "/healthz" and not service.tokens.accepts(request.headers.get("authorization")):
