@@ -96,6 +96,26 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class ServiceConfig:
+    """The attribution service (``slurm-attrib serve``): REST API, node-bundle receiver, dashboard."""
+
+    host: str = "127.0.0.1"  # loopback only unless an admin says otherwise
+    port: int = 8470
+    token_file: str = "/etc/slurm-attrib/service-tokens"  # root-only; one bearer token a line, '#' comments
+    read_token_required: bool = False  # reads (GET) need a token too
+    node_networks: tuple[str, ...] = ()  # CIDRs whose epilogs may POST node bundles without a token
+    max_request_bytes: int = 64 << 20  # body of one POST (the compressed bundle)
+    max_entries: int = 10000  # members of one bundle archive
+    max_unpacked_bytes: int = 512 << 20  # all members together, unpacked
+    max_ratio: float = 200.0  # unpacked bytes per compressed byte (a gzip bomb stops here)
+    rate_per_s: float = 50.0  # requests per second per client address (token bucket)
+    rate_burst: int = 200
+    workers: int = 4  # threads that run the engine for POST /v1/diagnoses at once
+    ssl_certfile: str = ""  # TLS, with ssl_keyfile; else terminate TLS at a reverse proxy
+    ssl_keyfile: str = ""
+
+
+@dataclass(frozen=True)
 class Config:
     cluster: str = ""
     rules_dir: str = "/etc/slurm-attrib/rules.d"
@@ -105,6 +125,7 @@ class Config:
     finalizer: FinalizerConfig = field(default_factory=FinalizerConfig)
     remediation: RemediationConfig = field(default_factory=RemediationConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     sources: tuple[str, ...] = ()  # the files that were read, in order
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from operator import itemgetter
 from typing import Any, Optional
@@ -38,7 +38,8 @@ class Window:
 
 @dataclass(frozen=True)
 class VerdictFilter:
-    """Filters of ``query``; ``node`` means the node was the culprit of the job."""
+    """Filters of ``query``; ``node`` means the node was the culprit of the job. ``after`` is a page cursor:
+    the (job_time, row id) of the last row already seen; only rows after it in list order come."""
 
     window: Window = Window()
     node: Optional[str] = None
@@ -49,10 +50,26 @@ class VerdictFilter:
     responsible: Optional[str] = None
     cluster: Optional[str] = None
     limit: int = 50
+    after: Optional[tuple[str, int]] = None
 
 
 def query_verdicts(store: Store, flt: VerdictFilter) -> list[dict[str, Any]]:
     """Verdicts matching every given filter, newest job first, at most ``limit``."""
+    return [{c: row[c] for c in LIST_COLUMNS} for row in _verdict_rows(store, flt)]
+
+
+def query_verdict_page(store: Store, flt: VerdictFilter) -> tuple[list[dict[str, Any]], Optional[tuple[str, int]]]:
+    """One page of :func:`query_verdicts` and the cursor of the next (None on the last page): keyset
+    pagination on (job_time, id), so a page costs the same however deep it is and rows recorded while a
+    client pages never shift what it sees next."""
+    rows = list(_verdict_rows(store, replace(flt, limit=flt.limit + 1)))
+    more = len(rows) > flt.limit
+    rows = rows[:flt.limit]
+    cursor = (str(rows[-1]["job_time"]), int(rows[-1]["_id"])) if more and rows else None
+    return [{c: row[c] for c in LIST_COLUMNS} for row in rows], cursor
+
+
+def _verdict_rows(store: Store, flt: VerdictFilter) -> list[dict[str, Any]]:
     where, params = flt.window.clauses("d.job_time")
     for column in ("user", "partition", "category", "status", "responsible", "cluster"):
         value = getattr(flt, column)
@@ -62,7 +79,10 @@ def query_verdicts(store: Store, flt: VerdictFilter) -> list[dict[str, Any]]:
     if flt.node is not None:
         where.append("d.id IN (SELECT diagnosis_id FROM culprits WHERE node = ?)")
         params.append(flt.node)
-    sql = (f"SELECT {', '.join('d.' + c for c in LIST_COLUMNS)} FROM diagnoses d "
+    if flt.after is not None:
+        where.append("(d.job_time < ? OR (d.job_time = ? AND d.id < ?))")
+        params.extend([flt.after[0], flt.after[0], flt.after[1]])
+    sql = (f"SELECT {', '.join('d.' + c for c in LIST_COLUMNS)}, d.id AS _id FROM diagnoses d "
            + (f"WHERE {' AND '.join(where)} " if where else "") + "ORDER BY d.job_time DESC, d.id DESC LIMIT ?")
     return list(store.rows(sql, [*params, flt.limit]))
 
@@ -208,3 +228,15 @@ def verdict_stats(store: Store, window: Window, by: str = "week", use_summary: b
             table[key][0] += n
             table[key][1] += hours
     return [buckets[k] for k in sorted(buckets)]
+
+
+def verdict_totals(store: Store) -> dict[tuple[str, str], tuple[int, float]]:
+    """All-time (status, category) -> (verdicts, GPU-hours), from the same groups as :func:`verdict_stats`
+    (the daily summary when the store has it, else one pass over the covering index)."""
+    groups = _summary_groups(store, None, None) if _has_summary(store) else _scan_groups(store, [], [])
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for _day, category, _responsible, status, n, e4 in groups:
+        total = totals[(str(status), str(category))]
+        total[0] += n
+        total[1] += e4
+    return {key: (jobs, e4 / 10000) for key, (jobs, e4) in sorted(totals.items())}
