@@ -63,3 +63,14 @@ def test_test_folders_mirror_the_package() -> None:
     packages = {p.name for p in (ROOT / "slurm_attrib").iterdir() if (p / "__init__.py").exists()}
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     assert folders - packages - set(NOT_PACKAGES) == set()
+
+
+def test_tests_import_the_connectors_as_installed() -> None:
+    """connectors/ is installed as slurm_attrib.connectors (a symlink here): a test importing the bare
+    name passes in the checkout and fails in the RPM's %check."""
+    import re
+
+    bare = re.compile(r"^\s*(?:from|import) connectors\b", re.M)
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+                 if bare.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []

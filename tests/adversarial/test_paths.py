@@ -125,7 +125,7 @@ def test_a_node_bundle_folder_that_is_a_symlink_is_not_read_or_removed(tmp_path:
 def test_a_staging_directory_swapped_for_a_symlink_does_not_steer_the_writes(tmp_path: Path) -> None:
     """The collector's staging directory is replaced by a link to a root-only directory while it
     collects: what it writes next still lands in the directory it made, never in the link's target."""
-    from connectors.spool import NodeBundle
+    from slurm_attrib.connectors.spool import NodeBundle
 
     root_only = tmp_path / "root-only"
     root_only.mkdir(mode=0o700)
