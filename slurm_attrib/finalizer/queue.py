@@ -112,8 +112,9 @@ def read_entry(path: Path) -> QueueEntry:
     return entry
 
 
-def scan_queue(spool: Path) -> tuple[list[PendingJob], list[tuple[Path, str]]]:
-    """Pending jobs (grouped, oldest first) and the queue files that cannot be processed, with why."""
+def scan_queue(spool: Path, cluster: str = "") -> tuple[list[PendingJob], list[tuple[Path, str]]]:
+    """Pending jobs (grouped, oldest first) and the queue files that cannot be processed, with why;
+    ``cluster`` (the configuration's) names a jobcomp record's cluster when its CLUSTER is empty."""
     folder = spool / "queue"
     bad: list[tuple[Path, str]] = []
     entries: list[QueueEntry] = []
@@ -124,27 +125,31 @@ def scan_queue(spool: Path) -> tuple[list[PendingJob], list[tuple[Path, str]]]:
             entries.append(read_entry(path))
         except BadEntry as exc:
             bad.append((path, str(exc)))
-    return group_entries(entries), bad
+    return group_entries(entries, cluster), bad
 
 
-def group_entries(entries: list[QueueEntry]) -> list[PendingJob]:
+def group_entries(entries: list[QueueEntry], default_cluster: str = "") -> list[PendingJob]:
     """Merge entries of the same run of a job. EpilogSlurmctld ones by their key; a jobcomp entry (no
     restart count) joins the EpilogSlurmctld entry of the same (cluster, job id) that ran nearest in time
     (both hooks fire within milliseconds of each other at a run's end; a requeued job has one pair per
-    run); without one, jobcomp entries of different runs (``START``) stay apart."""
+    run); without one, jobcomp entries of different runs (``START``) stay apart. jobcomp/script gives an
+    empty ``CLUSTER`` for a user without an association: such a record takes ``default_cluster``, or else
+    joins its job's EpilogSlurmctld entry by the job id alone (one finalizer serves one cluster); it made
+    a second verdict under the cluster ``cluster``, the wrong one in AdminComment."""
     jobs: dict[tuple[str, str, Optional[int]], PendingJob] = {}
     for entry in sorted((e for e in entries if e.hook != "jobcomp"), key=lambda e: e.enqueued_at):
         ident = (entry.cluster, entry.job_id, entry.restart_count or 0)
         jobs.setdefault(ident, PendingJob(*ident)).entries.append(entry)
     alone: dict[tuple[str, str, Optional[int]], PendingJob] = {}
     for entry in sorted((e for e in entries if e.hook == "jobcomp"), key=lambda e: (e.enqueued_at, e.path.name)):
-        same = [j for (c, i, _), j in jobs.items() if (c, i) == (entry.cluster, entry.job_id)]
+        cluster = entry.cluster or default_cluster
+        same = [j for (c, i, _), j in jobs.items() if i == entry.job_id and (c == cluster or not cluster)]
         if same:
             min(same, key=lambda j: (abs(j.first_enqueued - entry.enqueued_at), -(j.restart_count or 0))
                 ).entries.append(entry)
         else:
-            alone.setdefault((entry.cluster, entry.job_id, entry.run_start),
-                             PendingJob(entry.cluster, entry.job_id, None)).entries.append(entry)
+            alone.setdefault((cluster, entry.job_id, entry.run_start),
+                             PendingJob(cluster, entry.job_id, None)).entries.append(entry)
     return sorted([*jobs.values(), *alone.values()], key=lambda j: j.first_enqueued)
 
 

@@ -90,7 +90,7 @@ class Finalizer:
             self._guarded("reading pending AdminComments", lambda: self._load_pending_comments(t))
         self._guarded("importing spooled verdicts", self.store.flush_spool)
         results = [r for r in self._retry_comments(t)]
-        jobs, bad = queue.scan_queue(self.spool)
+        jobs, bad = queue.scan_queue(self.spool, self.config.cluster)
         for path, reason in bad:
             self._guarded(f"quarantining {path}", partial(self._quarantine, "queue entry", path.name, [path], reason))
         for job in jobs:
@@ -106,7 +106,7 @@ class Finalizer:
 
     def idle(self) -> bool:
         """Nothing queued and no AdminComment waiting for the database."""
-        jobs, _ = queue.scan_queue(self.spool)
+        jobs, _ = queue.scan_queue(self.spool, self.config.cluster)
         return not jobs and not self._comments
 
     # ---------------------------------------------------------------- one job
@@ -404,7 +404,7 @@ class Finalizer:
         node bundles as old that no queued job will ever read (their job's queue entry never came). A
         link is removed as a link (never followed); an entry that cannot be removed does not stop the rest."""
         limit = now.timestamp() - self.config.finalizer.done_retention_days * 86400
-        jobs, _ = queue.scan_queue(self.spool)
+        jobs, _ = queue.scan_queue(self.spool, self.config.cluster)
         pending = {job.key for job in jobs}
         removed = 0
         for folder in (self.spool / "done", self.spool / "jobs", self.spool / "nodes"):

@@ -196,3 +196,17 @@ def test_a_node_bundle_contributes_its_own_nodes_evidence_only(tmp_path: Path) -
         "metrics/node-02.dcgm.txt", "syslog/node-02.log"]
     assert skipped == ["node-02: syslog/node-01.log left out: a node bundle holds its own node's evidence only",
                        "node-02: metrics/node-020.xml left out: a node bundle holds its own node's evidence only"]
+
+
+def test_a_jobcomp_record_without_a_cluster_joins_its_job(tmp_path: Path) -> None:
+    """jobcomp/script for a user without an association: CLUSTER is empty. It made a second job (and a
+    second verdict) under the cluster 'cluster'; it joins the job's EpilogSlurmctld entry, or takes the
+    configured cluster when it is alone."""
+    ctld = QueueEntry(tmp_path / "a.json", "epilog_slurmctld", 100.0,
+                      {"SLURM_CLUSTER_NAME": "mini", "SLURM_JOB_ID": "44", "SLURM_JOB_RESTART_COUNT": "0"})
+    comp = QueueEntry(tmp_path / "b.jobcomp.json", "jobcomp", 100.1, {"CLUSTER": "", "JOBID": "44",
+                                                                      "JOBSTATE": "FAILED", "START": "90"})
+    (job,) = group_entries([ctld, comp])
+    assert job.key == "mini_44_0" and [e.hook for e in job.entries] == ["epilog_slurmctld", "jobcomp"]
+    (alone,) = group_entries([comp], default_cluster="mini")
+    assert (alone.cluster, alone.job_id, alone.restart_count) == ("mini", "44", None)
