@@ -223,11 +223,14 @@ def stage(spool: Path, fallback: Path, key: str, node: str, http: bool) -> tuple
 
 
 def deliver(bundle: NodeBundle, spool: Path, fallback: Path, key: str, node: str, http_url: str = "",
-            http_timeout: float = 3.0, poster: Optional[BundlePoster] = None) -> Delivery:
-    """POST (when configured), else or on failure rename into the spool, else into the fallback."""
+            http_timeout: float = 3.0, poster: Optional[BundlePoster] = None, token: str = "") -> Delivery:
+    """POST (when configured; with ``token`` as its bearer token), else or on failure rename into the
+    spool, else into the fallback."""
     notes: list[str] = []
     if http_url:
         headers = {"Content-Type": "application/gzip", "X-Slurm-Attrib-Job-Key": key, "X-Slurm-Attrib-Node": node}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         try:
             status = (poster or UrllibPoster()).post(http_url, bundle.tar_gz(), headers, http_timeout)
             if 200 <= status < 300:

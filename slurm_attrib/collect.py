@@ -55,6 +55,8 @@ from .connectors.spool import (
     safe_name,
     stage,
 )
+from .errors import ConfigError
+from .tokenfile import read_token_file
 
 __all__ = ["CollectionReport", "EpilogJob", "NodeSources", "collect_node", "main", "run"]
 
@@ -228,6 +230,21 @@ class CollectionReport:
         return f"job={self.job.key} node={self.job.node} {states} -> {where}"
 
 
+def _bearer(config: Config, report: CollectionReport) -> str:
+    """The token for the node-bundle POST (spool.http_token_file's first line); a file that is missing,
+    not root's alone or unreadable is a problem in the report, and the POST goes without one."""
+    if not (config.spool.http_url and config.spool.http_token_file):
+        return ""
+    try:
+        tokens = read_token_file(config.spool.http_token_file)
+    except ConfigError as exc:
+        report.problems.append(f"spool.http_token_file: {exc}")
+        return ""
+    if not tokens:
+        report.problems.append(f"spool.http_token_file {config.spool.http_token_file}: missing or empty")
+    return tokens[0] if tokens else ""
+
+
 def _window(job: EpilogJob, config: CollectorConfig, now: datetime) -> tuple[Window, str]:
     end = job.end or now
     after = timedelta(seconds=config.window_after_s)
@@ -267,7 +284,7 @@ def collect_node(env: Mapping[str, str], config: Config, sources: Optional[NodeS
         raise
     report.delivery = deliver(bundle, spool, fallback, job.key, job.node, config.spool.http_url,
                               min(config.spool.http_timeout_s, max(0.5, budget.left() + coll.budget_margin_s / 2)),
-                              poster)
+                              poster, _bearer(config, report))
     report.problems.extend(report.delivery.notes)
     return report
 

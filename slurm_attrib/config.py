@@ -29,6 +29,7 @@ class SpoolConfig:
     dir: str = "/var/spool/slurm-attrib"
     http_url: str = ""  # POST node bundles here instead of (or before) the shared directory
     http_timeout_s: float = 3.0
+    http_token_file: str = ""  # a root-only file whose first line is the bearer token sent with that POST
     fallback_dir: str = "/var/tmp/slurm-attrib-spool"  # node-local spool used when `dir` is not writable
 
 

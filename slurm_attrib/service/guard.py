@@ -7,7 +7,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterable
@@ -15,27 +14,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 from ..errors import ConfigError
-from ..safeio import read_regular
+from ..tokenfile import read_token_file
 
 TOKEN_ENV = "SLURM_ATTRIB_SERVICE_TOKEN"
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
-
-
-def read_token_file(path: str) -> list[str]:
-    """The tokens of ``path`` (one a line, ``#`` comments); none when it does not exist. ConfigError when
-    anyone but its owner may read it or write it: a token others can read is no secret."""
-    try:
-        with open(path, "rb"):
-            pass
-        info = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the service tokens: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"{path}: service tokens must be a regular file only its owner can read (chmod 600)")
-    text = read_regular(path, 1 << 20).decode("utf-8", "replace")
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
 @dataclass(frozen=True)

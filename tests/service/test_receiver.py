@@ -79,3 +79,24 @@ def test_node_bundles_need_a_token_when_no_network_is_trusted(strict_server: Ser
     body = tar_gz({"syslog/kern.log": b"x\n"})
     assert strict_server.call("POST", "/v1/node-bundles/orion/1/node-01", body).status == 401
     assert strict_server.call("POST", "/v1/node-bundles/orion/1/node-01", body, TOKEN).status == 200
+
+
+def test_the_collector_sends_its_token_file_and_the_strict_receiver_takes_it(strict_server: Server,
+                                                                              tmp_path: Path) -> None:
+    """spool.http_token_file: the epilog reads a root-only token and sends it as its bearer token."""
+    from slurm_attrib.collect import CollectionReport, EpilogJob, _bearer
+    from slurm_attrib.config import Config, SpoolConfig
+
+    token_file = tmp_path / "token"
+    token_file.write_text(f"# the node-bundle token\n{TOKEN}\n")
+    token_file.chmod(0o600)
+    url = strict_server.url + "/v1/node-bundles"
+    config = Config(spool=SpoolConfig(http_url=url, http_token_file=str(token_file)))
+    report = CollectionReport(job=EpilogJob.from_env({"SLURM_JOB_ID": "4720", "SLURMD_NODENAME": "node-11"}))
+    key = job_key("orion", "4720", 0)
+    done = deliver(built(tmp_path, "node-11", b"Xid 79\n"), tmp_path / "s", tmp_path / "f", key, "node-11",
+                   http_url=url, http_timeout=10, poster=UrllibPoster(), token=_bearer(config, report))
+    assert (done.destination, report.problems) == ("http", [])
+    assert list(arrived(strict_server.spool, key)) == ["node-11"]
+    token_file.chmod(0o644)  # readable by every user: no secret, not sent, and the report says why
+    assert _bearer(config, report) == "" and "only its owner can read" in report.problems[0]
