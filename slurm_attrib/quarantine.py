@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .connectors.spool import safe_name
 from .safeio import read_regular
 
 FOLDER = "quarantine"
 REASON_FILE = "reason.json"
 MAX_REASON_CHARS = 2000
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ def quarantine(folder: Path, kind: str, name: str, paths: Iterable[Path], reason
     """Move ``paths`` (those that exist; links are moved, never followed) into a new entry of ``folder``
     with its reason. Everything stays on the spool's filesystem, so each move is one rename."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    base = f"{stamp}-{_UNSAFE.sub('_', name)[:100] or '_'}"
+    base = f"{stamp}-{safe_name(name)[:100]}"
     folder.mkdir(mode=0o750, parents=True, exist_ok=True)
     entry, n = folder / base, 1
     while True:
@@ -53,7 +52,7 @@ def quarantine(folder: Path, kind: str, name: str, paths: Iterable[Path], reason
     moved = []
     for path in paths:
         if os.path.lexists(path):
-            os.rename(path, entry / _UNSAFE.sub("_", path.name))
+            os.rename(path, entry / safe_name(path.name))
             moved.append(str(path))
     record = {"kind": kind, "name": name, "reason": reason[:MAX_REASON_CHARS], "moved": moved,
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
