@@ -60,7 +60,8 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
     store = SqliteVerdictStore(store_config, spool / "verdicts", write_budget_s=config.finalizer.store_write_budget_s)
     remediator = Remediator(config.remediation, slurm, DrainLedger(Path(config.remediation.state_file))) \
         if config.remediation.drain else None
-    return Finalizer(config=config, spool=spool, slurm=slurm, engine=engine, store=store, remediator=remediator)
+    return Finalizer(config=config, spool=spool, slurm=slurm, engine=engine, store=store, remediator=remediator,
+                     clock=_now)
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:

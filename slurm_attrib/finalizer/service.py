@@ -1,7 +1,8 @@
 """The finalizer: turns queued jobs into stored verdicts and AdminComments.
 
 One writer per cluster, on the controller. :meth:`Finalizer.step` does everything that is ready at
-``now`` and returns; it never sleeps and never reads the clock (the CLI loop does both). A job waits in
+``now`` and returns; it never sleeps and never reads the clock itself (the CLI loop sleeps, and passes
+its clock in as ``clock`` so that each job's verdict carries the time it was made). A job waits in
 the queue until its node bundles arrived or ``finalizer.node_bundle_deadline_s`` passed since its end,
 and while sacct has not caught up (``sacct_retries`` times ``sacct_retry_delay_s``).
 """
@@ -76,6 +77,8 @@ class Finalizer:
     remediator: Optional[Any] = None
     on_result: Optional[Callable[[Result], None]] = None
     stopping: Callable[[], bool] = field(default=lambda: False)  # SIGTERM: end the step after this job
+    # the clock each job is processed at (its verdict_time); None: the step's ``now`` for every job (tests)
+    clock: Optional[Callable[[], datetime]] = None
     _work: dict[str, _Work] = field(default_factory=dict)
     _comments: list[_PendingComment] = field(default_factory=list)
     _loaded: bool = False
@@ -96,7 +99,9 @@ class Finalizer:
         for job in jobs:
             if self.stopping():
                 break
-            result = self._process_isolated(job, now)
+            # a pass over a long queue takes minutes: each verdict is stamped when it is made, not when the
+            # pass began
+            result = self._process_isolated(job, self.clock() if self.clock is not None else now)
             if result.outcome != "waiting":
                 self._work.pop(job.key, None)
             results.append(result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
@@ -306,3 +307,19 @@ def test_node_state_from_collection_yaml(tmp_path: Path, state: str) -> None:
     assert nodebundles.node_state(tmp_path / "nodes" / "k" / "n1")[0] == state
     (tmp_path / "nodes" / "k" / "n2").mkdir()
     assert nodebundles.node_state(tmp_path / "nodes" / "k" / "n2")[0] == "error"
+
+
+def test_each_verdict_carries_the_time_it_was_made(tmp_path: Path, engine: Engine) -> None:
+    """A pass over a long queue takes minutes; verdict_time was the pass's start for every job in it."""
+    nodes = ("node-01",)
+    for job in ("31", "32"):
+        hooks.enqueue("epilog_slurmctld", _ctld_env(job, "node-01"), str(tmp_path), T0.timestamp())
+        _node_bundle(tmp_path, f"c_{job}_0", "node-01")
+    slurm = FakeSlurm(jobs={j: _ctl(j, "FAILED", nodes) for j in ("31", "32")},
+                      acct={j: [_acct(j, "FAILED", "1:0", nodes)] for j in ("31", "32")})
+    ticks = iter([T0 + timedelta(seconds=5), T0 + timedelta(seconds=95)])
+    fin = _finalizer(tmp_path, engine, slurm, FakeStore())
+    fin.clock = lambda: next(ticks)
+    assert [r.outcome for r in fin.step(T0 + timedelta(seconds=1))] == ["diagnosed", "diagnosed"]
+    times = sorted(json.loads(p.read_text())["time"] for p in (tmp_path / "done").glob("c_3*_0.json"))
+    assert times == [(T0 + timedelta(seconds=5)).isoformat(), (T0 + timedelta(seconds=95)).isoformat()]
