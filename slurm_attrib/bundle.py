@@ -78,6 +78,7 @@ class Bundle:
     node_facts: dict[str, NodeFacts]
     problems: list[str] = field(default_factory=list)
     kernel_origins: dict[str, str] = field(default_factory=dict)  # node -> KERNEL_ORIGIN_* (collection/NODE.yaml)
+    clock_skews: dict[str, float] = field(default_factory=dict)  # node -> s its clock was behind (negative)
 
     def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:
         return self.node_facts.get(node) if node else None
@@ -101,8 +102,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         problems.append(f"{JOB_FILE}: expected a mapping, got {type(raw).__name__}")
     node_facts = _load_node_facts(root, problems)
     files = _list_files(root, job, problems)
+    origins, skews = _load_collection_records(root, problems)
     return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems,
-                  kernel_origins=_load_kernel_origins(root, problems))
+                  kernel_origins=origins, clock_skews=skews)
 
 
 # Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
@@ -112,17 +114,22 @@ KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file")
 TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "kern-file")
 
 
-def _load_kernel_origins(root: Path, problems: list[str]) -> dict[str, str]:
+def _load_collection_records(root: Path, problems: list[str]) -> tuple[dict[str, str], dict[str, float]]:
     """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
-    that node's kernel log; a record without one says ``unrecorded``."""
+    that node's kernel log (a record without one says ``unrecorded``) and how far its clock was behind
+    the controller's at the Epilog (``clock_skew_s``, when the collector could tell)."""
     origins: dict[str, str] = {}
+    skews: dict[str, float] = {}
     folder = root / "collection"
     if not folder.is_dir() or folder.is_symlink():
-        return origins
+        return origins, skews
     for path in sorted(folder.iterdir()):
         if path.suffix not in (".yaml", ".yml"):
             continue
         raw = _read_yaml(path, problems)
+        skew = raw.get("clock_skew_s") if isinstance(raw, dict) else None
+        if isinstance(skew, (int, float)) and not isinstance(skew, bool) and -86400 * 365 < skew < 0:
+            skews[path.stem] = float(skew)
         sources = raw.get("sources") if isinstance(raw, dict) else None
         origin = "unrecorded"
         for entry in sources if isinstance(sources, list) else ():
@@ -130,7 +137,7 @@ def _load_kernel_origins(root: Path, problems: list[str]) -> dict[str, str]:
                 value = _text(entry.get("origin"))
                 origin = value if value in KERNEL_ORIGINS else "unrecorded"
         origins[path.stem] = origin
-    return origins
+    return origins, skews
 
 
 def _read_yaml(path: Path, problems: list[str]) -> Any:

@@ -245,9 +245,30 @@ def _bearer(config: Config, report: CollectionReport) -> str:
     return tokens[0] if tokens else ""
 
 
+SKEW_SLACK_S = 5.0  # a node clock this far behind the controller's end stamp is skew, not rounding
+
+
+def clock_skew(job: EpilogJob, now: datetime) -> Optional[float]:
+    """Seconds this node's clock is behind the controller's (negative), when that is certain: the Epilog
+    runs after the job's end, which slurmctld stamped on its own clock (``SLURM_JOB_END_TIME``, Slurm
+    23.02+), so a node clock that reads earlier than that end is behind by at least the difference. A
+    clock ahead cannot be told from a slow Epilog, so it is never reported. None: nothing certain."""
+    if job.end is None:
+        return None
+    behind = (now - job.end).total_seconds()
+    return round(behind, 1) if behind < -SKEW_SLACK_S else None
+
+
 def _window(job: EpilogJob, config: CollectorConfig, now: datetime) -> tuple[Window, str]:
     end = job.end or now
     after = timedelta(seconds=config.window_after_s)
+    skew = clock_skew(job, now)
+    if job.start is not None and skew is not None:
+        # the kernel log is stamped on this node's clock: read the job's window as this clock saw it
+        shift = timedelta(seconds=skew)
+        return (Window(job.start + shift, end + shift, timedelta(seconds=config.window_before_s), after),
+                f"this node's clock is {-skew:g} s behind the controller's (job end {_iso(job.end)}, Epilog at "
+                f"{_iso(now)}): the kernel log window was shifted by as much")
     if job.start is not None:
         return Window(job.start, end, timedelta(seconds=config.window_before_s), after), ""
     note = (f"job start unknown to the Epilog (Slurm < 23.02): window is the last "
@@ -333,6 +354,9 @@ def _gather_into(bundle: NodeBundle, sources: NodeSources, report: CollectionRep
     document = {"schema": SCHEMA, **report.job.facts(), "collected_at": _iso(now),
                 "window": {"start": _iso(window.since), "end": _iso(window.until)}, "problems": report.problems,
                 "sources": report.entries}
+    skew = clock_skew(report.job, now)
+    if skew is not None:
+        document["clock_skew_s"] = skew
     bundle.write("collection.yaml", _yaml(document))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from slurm_attrib.bundle import load_bundle
-from slurm_attrib.collect import Budget, EpilogJob, NodeSources, collect_node, main, run
+from slurm_attrib.collect import Budget, EpilogJob, NodeSources, clock_skew, collect_node, main, run
 from slurm_attrib.config import CollectorConfig, Config, SpoolConfig
 from slurm_attrib.connectors.gpu import DcgmExporterSource, DcgmiSource, NvidiaSmiSource
 from slurm_attrib.connectors.kernel_log import KernelLogSource
@@ -263,3 +263,22 @@ def test_stopped_collector_publishes_a_partial_bundle_marked_timeout(tmp_path: P
                                          "reason": "stopped at the Epilog budget", "bytes": 0, "seconds": 0.0}
     assert (root / "syslog/node-01.log").read_bytes() == journal()
     assert node_state(root)[0] == "timeout"
+
+
+def test_a_node_clock_behind_the_controllers_shifts_the_window_and_says_so(tmp_path: Path) -> None:
+    """slurmctld stamped the end (23.02+: SLURM_JOB_END_TIME) at 09:20 on its clock; this node's clock reads
+    09:18:20 at the Epilog, which runs after the end: it is 100 s behind. The kernel log, stamped on the node's
+    clock, is read for the window as the node saw it, and collection.yaml records the skew."""
+    env = {**env_dump("fail-exit3.epilog.node-01.env"), "SLURM_JOB_START_TIME": str(int(NOW.timestamp()) - 3600),
+           "SLURM_JOB_END_TIME": str(int(NOW.timestamp()))}
+    node_now = NOW - timedelta(seconds=100)
+    job = EpilogJob.from_env(env)
+    assert clock_skew(job, node_now) == -100.0 and clock_skew(job, NOW + timedelta(seconds=40)) is None
+    runner = FakeRunner({"journalctl": journal(), "nvidia-smi": A100})
+    report = collect_node(env, config(tmp_path), sources(runner), now=node_now)
+    argv = next(c for c in runner.calls if c[0] == "journalctl")
+    after = int(CollectorConfig().window_after_s)
+    assert f"--until=@{int(NOW.timestamp()) - 100 + after + 1}" in argv  # the window's end on the node's clock
+    collection = yaml.safe_load((Path(report.delivery.path) / "collection.yaml").read_text())  # type: ignore[union-attr]
+    assert collection["clock_skew_s"] == -100.0
+    assert any("100 s behind the controller's" in p for p in collection["problems"])

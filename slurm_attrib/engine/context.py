@@ -60,6 +60,12 @@ class EngineContext:
         after extraction, and no later phase adds a symptom or changes what the key is made of."""
         return [s for s in self.symptoms if s.dropped is None]
 
+    def job_clock(self, sym: Symptom) -> Optional[datetime]:
+        """When ``sym`` happened on the controller's clock (the job window's): its node's stamp corrected
+        by the skew the collector recorded for that node, if any."""
+        skew = self.bundle.clock_skews.get(sym.node) if sym.node else None
+        return sym.time - timedelta(seconds=skew) if sym.time is not None and skew else sym.time
+
     def tolerance(self, seconds: float) -> timedelta:
         return timedelta(seconds=seconds)
 

@@ -60,16 +60,22 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     ``near_window`` so that FINAL can weigh it (ambiguous, never silently unattributed)."""
     dropped: Counter[str] = Counter()
     near = timedelta(seconds=float(rule_.params.get("near_s", 600)))
+    skews = ctx.bundle.clock_skews
+    for node, skew in sorted(skews.items()):
+        ctx.notes.append(f"{node}'s clock was {-skew:g} s behind the controller's at its Epilog (collection.yaml): "
+                         "its lines were placed in the job window with that correction")
     for sym in ctx.active():
         if sym.kind == "job_state":
             continue
-        if ctx.in_window(sym.time) is False:
+        when = ctx.job_clock(sym)
+        if ctx.in_window(when) is False:
             assert sym.time is not None
             sym.dropped = (f"outside the job window ({format_utc(sym.time)} vs {ctx.window_source} "
                            f"window with {ctx.settings.window_before_s:g}s/{ctx.settings.window_after_s:g}s "
                            "tolerance)")
             dropped[sym.evidence[0].source if sym.evidence else "other"] += 1
-            if sym.role == "candidate" and sym.responsible == "infrastructure" and ctx.beyond_window(sym.time) <= near:
+            assert when is not None
+            if sym.role == "candidate" and sym.responsible == "infrastructure" and ctx.beyond_window(when) <= near:
                 sym.fields["near_window"] = True
     if dropped:
         zones = sorted(a for a in ctx.assumptions if a.startswith("zone "))
@@ -91,10 +97,11 @@ def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
     start -= timedelta(seconds=float(rule_.params.get("start_grace_s", 10)))
     count = 0
     for sym in ctx.symptoms:
-        if sym.time is None or sym.time >= start or sym.responsible != "infrastructure" \
+        when = ctx.job_clock(sym)
+        if when is None or when >= start or sym.responsible != "infrastructure" \
                 or sym.role != "candidate" or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
             continue
-        early = format_utc(sym.time)
+        early = format_utc(when)
         met = _job_met(ctx, sym, kinds, categories)
         if met:
             sym.fields["pre_existing"] = True

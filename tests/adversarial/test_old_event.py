@@ -92,3 +92,21 @@ def test_one_event_met_by_many_jobs_is_one_fault_in_the_history(tmp_path: Path) 
 
 def _xid_at(when: datetime) -> str:
     return XID.replace(f"{XID_AT:%H:%M:%S}", f"{when:%H:%M:%S}")
+
+
+def test_a_node_clock_behind_the_controllers_is_corrected_and_said(tmp_path: Path) -> None:
+    """node-01's clock was 300 s behind (the collector recorded it): its Xid, stamped 09:57 on that clock,
+    happened at 10:02 on the controller's, inside the job. Without the record it would be dropped as before
+    the start, silently as far as the verdict's reader could tell why."""
+    engine = Engine(load_ruleset(include_site=False))
+    start = datetime(2026, 11, 20, 10, 0, 0, tzinfo=UTC)
+    bundle = _job(tmp_path, "700", start, "0: Traceback (most recent call last):\n0: KeyError: 'x'\n")
+    (bundle / "syslog" / "node-01.log").write_text(_xid_at(start - timedelta(minutes=3)))
+    before = engine.diagnose(bundle).to_dict()
+    assert before["culprit_nodes"] == []
+    (bundle / "collection").mkdir()
+    (bundle / "collection" / "node-01.yaml").write_text(yaml.safe_dump(
+        {"clock_skew_s": -300.0, "sources": [{"source": "kernel_log", "state": "ok", "origin": "journald"}]}))
+    after = engine.diagnose(bundle).to_dict()
+    assert after["culprit_nodes"] == ["node-01"] and after["category"] == "gpu_hardware"
+    assert any("node-01's clock was 300 s behind the controller's" in a for a in after["annotations"])  # type: ignore[attr-defined]
