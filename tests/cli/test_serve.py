@@ -29,6 +29,6 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "slurm_attrib.cli", "serve", "--config", str(config), "--port", "1",
                            "--no-site-rules"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr == (f"slurm-attrib: error: {tokens}: service tokens must be a regular file only its owner "
+    assert done.stderr == (f"slurm-attrib: error: {tokens}: tokens must be in a regular file only its owner "
                            "can read (chmod 600)\n")
     assert not (tmp_path / "s.sqlite").exists()
