@@ -7,6 +7,7 @@ facts/ always stay) and the result says which, so a replay knows it ran on less 
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import stat
@@ -60,7 +61,10 @@ def bundle_files(root: Path) -> list[tuple[str, Path, int]]:
 def _tar(entries: list[tuple[str, Path, int]]) -> bytes:
     """The tar.gz of ``entries`` (name, path, size), each file streamed from disk in turn."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=COMPRESS_LEVEL) as tar:
+    # the gzip header's mtime too (tarfile's "w:gz" writes the clock there): two packings of one bundle
+    # a second apart gave different bytes
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w") as tar:
         for name, path, size in entries:
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = size, 0o640, 0  # mtime 0: same bundle, same bytes

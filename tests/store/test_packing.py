@@ -58,3 +58,14 @@ def test_unpack_skips_escaping_names_and_links(tmp_path: Path) -> None:
     dest.mkdir()
     assert packing.unpack_bundle(buffer.getvalue(), dest) == 1
     assert (dest / "ok" / "file").read_bytes() == b"hi" and not (tmp_path / "evil").exists()
+
+
+def test_the_bytes_do_not_depend_on_the_clock(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """tarfile's "w:gz" stamps the gzip header with time.time(): the same bundle packed a second later
+    differed (seen as a flaky test under load)."""
+    import time
+
+    first = packing.pack_bundle(demo_bundle(), 10**7).data
+    monkeypatch.setattr(time, "time", lambda: 4_000_000_000.0)
+    assert packing.pack_bundle(demo_bundle(), 10**7).data == first
+    assert first[4:8] == b"\x00\x00\x00\x00"  # the gzip header's MTIME field
