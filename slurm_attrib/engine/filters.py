@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import timedelta
-from typing import Any
+from typing import Any, Optional
 
 from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
@@ -95,6 +95,7 @@ def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
     kinds = set(str_list(rule_, "met_by_kinds"))
     categories = set(str_list(rule_, "met_by_categories"))
     start -= timedelta(seconds=float(rule_.params.get("start_grace_s", 10)))
+    witnesses = _gpu_errors_by_node(ctx, kinds, categories)  # once: thousands of early Xids may each ask
     count = 0
     for sym in ctx.symptoms:
         when = ctx.job_clock(sym)
@@ -102,7 +103,7 @@ def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
                 or sym.role != "candidate" or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
             continue
         early = format_utc(when)
-        met = _job_met(ctx, sym, kinds, categories)
+        met = _job_met(ctx, sym, witnesses)
         if met:
             sym.fields["pre_existing"] = True
             sym.notes.append(f"pre-existing fault: {early}, before the job started; the job met it ({met})")
@@ -115,18 +116,23 @@ def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
-def _job_met(ctx: EngineContext, fault: Symptom, kinds: set[str], categories: set[str]) -> str:
+def _gpu_errors_by_node(ctx: EngineContext, kinds: set[str],
+                        categories: set[str]) -> dict[Optional[str], list[Symptom]]:
+    """The job's own GPU errors (application lines of ``kinds`` or ``categories``), per node, in order."""
+    found: dict[Optional[str], list[Symptom]] = {}
+    for sym in ctx.active():
+        if sym.evidence and sym.evidence[0].source == SOURCE_APP and (sym.kind in kinds or sym.category in categories):
+            found.setdefault(sym.node, []).append(sym)
+    return found
+
+
+def _job_met(ctx: EngineContext, fault: Symptom, witnesses: dict[Optional[str], list[Symptom]]) -> str:
     """How the job shows it met ``fault`` (a few words), or "" when it does not."""
     if ctx.job.state == "NODE_FAIL":
         return "the job ended NODE_FAIL"
-    for sym in ctx.active():
-        if sym is fault or not sym.evidence or sym.evidence[0].source != SOURCE_APP or sym.node != fault.node:
-            continue
-        if sym.kind not in kinds and sym.category not in categories:
-            continue
-        if fault.gpu and sym.gpu and fault.gpu != sym.gpu:
-            continue
-        return f"{sym.kind} on {sym.node}, {sym.evidence[0].file}:{sym.evidence[0].line}"
+    for sym in witnesses.get(fault.node, ()):
+        if not (fault.gpu and sym.gpu and fault.gpu != sym.gpu):
+            return f"{sym.kind} on {sym.node}, {sym.evidence[0].file}:{sym.evidence[0].line}"
     return ""
 
 
