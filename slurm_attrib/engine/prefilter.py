@@ -67,7 +67,8 @@ def anchor_pattern(rule: Rule) -> bytes:
     return b"(?:" + b"|".join(_literal(a) for a in anchors) + b")"
 
 
-_DATABASES: dict[tuple[Any, ...], Any] = {}  # per process: (rule sources) -> database
+_DATABASES: dict[tuple[Any, ...], Any] = {}  # per process: (rule sources) -> database, oldest first
+MAX_DATABASES = 16  # a long-lived process whose rules keep changing holds no more than this many
 
 
 def _database(hs: Any, rules: Sequence[Rule]) -> Any:
@@ -84,7 +85,10 @@ def _database(hs: Any, rules: Sequence[Rule]) -> Any:
             patterns = tuple(rule_patterns(rule) for rule in rules)
             return _compile_all(hs, patterns, [flag] * len(patterns))
 
-        found = _DATABASES[sources] = cached_database(hs, (flag, _translator(), sources), compile_db)
+        found = cached_database(hs, (flag, _translator(), sources), compile_db)
+        if len(_DATABASES) >= MAX_DATABASES:
+            del _DATABASES[next(iter(_DATABASES))]
+        _DATABASES[sources] = found
     return found
 
 
