@@ -287,7 +287,7 @@ class _LineHandler:
         self.symptom_lines += self.found > before
 
     def _judge(self, line: Line) -> None:
-        stream, text = split_rank(line.text) if self.bf.source == SOURCE_APP else (None, line.text)
+        stream, text = split_rank(line.text) if self.app else (None, line.text)
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
             assert rule.match is not None
@@ -315,7 +315,7 @@ class _LineHandler:
         stamp = self.stamps.stamp(text)
         if stamp.time is not None:
             self._seen[stream_key(stream)] = (line.lineno, stamp)
-        elif self.bf.source == SOURCE_APP or stamp.fmt == "dmesg_delta":
+        elif self.app or stamp.fmt == "dmesg_delta":
             inferred = self._infer(line, stream)
             if inferred is not None:
                 return ParsedStamp(time=inferred.time, message=stamp.message, fmt=stamp.fmt, host=stamp.host,
