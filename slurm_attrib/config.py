@@ -117,6 +117,98 @@ class ServiceConfig:
 
 
 @dataclass(frozen=True)
+class HttpConfig:
+    """How a connector reaches an HTTP backend (Loki, Prometheus): every field of it is shared."""
+
+    url: str = ""  # empty: the connector is off (its coverage line says skipped)
+    timeout_s: float = 10.0  # one request; the connector's whole budget bounds the retries too
+    retries: int = 3  # more tries after a 429, a 5xx or a refused connection, with exponential backoff
+    backoff_s: float = 0.5  # first wait; doubles each retry, capped at 8 s (a Retry-After up to that cap wins)
+    max_bytes: int = 16 << 20  # evidence written into the bundle by this connector, and one response's body
+    verify_tls: bool = True  # check the server's certificate (https)
+    ca_bundle: str = ""  # a CA file for a site's own certificate authority
+    token_file: str = ""  # root-only file: its first token is sent as `Authorization: Bearer`
+    username: str = ""  # basic auth, with password_file
+    password_file: str = ""  # root-only file: its first line is the basic-auth password
+    headers: tuple[tuple[str, str], ...] = ()  # more request headers, e.g. {X-Scope-OrgID: tenant}
+
+
+@dataclass(frozen=True)
+class LokiConfig(HttpConfig):
+    """Kernel and job logs shipped to Loki (LogQL ``query_range``)."""
+
+    host_label: str = "host"  # the stream label that holds the node name
+    kernel_selector: str = '{job="kernel"}'  # the kernel log streams; the host matcher is added per node
+    app_selector: str = '{job="slurm"}'  # the job's output streams; job_label's matcher is added
+    job_label: str = "slurm_job_id"  # the label that holds the job id on app streams ("" = host only)
+    page_limit: int = 5000  # entries per query (Loki's max_entries_limit_per_query defaults to 5000)
+    max_pages: int = 200  # per stream selector; the coverage says when it stopped early
+
+
+@dataclass(frozen=True)
+class PrometheusMetrics:
+    """Metric names (dcgm-exporter's defaults); "" leaves a signal out."""
+
+    xid: str = "DCGM_FI_DEV_XID_ERRORS"
+    ecc_dbe_volatile: str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+    ecc_sbe_volatile: str = "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"
+    remapped_rows_uncorrectable: str = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+    row_remap_pending: str = "DCGM_FI_DEV_ROW_REMAP_PENDING"
+    row_remap_failure: str = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+    nvlink_crc_flit: str = "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"
+    nvlink_crc_data: str = "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"
+    nvlink_replay: str = "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"
+    nvlink_recovery: str = "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"
+    pcie_replay: str = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+    clock_throttle_reasons: str = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+    gpu_temp: str = "DCGM_FI_DEV_GPU_TEMP"
+    power_usage: str = "DCGM_FI_DEV_POWER_USAGE"
+
+
+@dataclass(frozen=True)
+class PrometheusConfig(HttpConfig):
+    """GPU telemetry kept by Prometheus (dcgm-exporter series, PromQL ``query_range``)."""
+
+    host_label: str = "Hostname"  # the label that holds the node name (dcgm-exporter's default)
+    gpu_label: str = "gpu"  # the GPU index label
+    uuid_label: str = "UUID"
+    pci_label: str = "pci_bus_id"
+    step_s: float = 15.0  # query_range resolution (the scrape interval is a good choice)
+    metrics: PrometheusMetrics = field(default_factory=PrometheusMetrics)
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    """Pod logs, pod events and Kueue Workloads through the Kubernetes API (extra `connectors`)."""
+
+    enabled: bool = False
+    kubeconfig: str = ""  # empty: the in-cluster service account, else ~/.kube/config
+    context: str = ""  # a kubeconfig context other than the current one
+    namespaces: tuple[str, ...] = ()  # where Kueue Workloads are discovered; empty: all namespaces
+    timeout_s: float = 10.0  # one API call
+    retries: int = 3  # more tries after a 429 or 5xx
+    max_log_bytes: int = 4 << 20  # tail of one container's log
+    max_bytes: int = 32 << 20  # all that one workload's pods write into the bundle
+    annotate: bool = False  # write the verdict onto the Workload (slurm-attrib.io/verdict)
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """``slurm-attrib watch``: discover finished workloads, collect, diagnose, hand the verdict on."""
+
+    interval_s: float = 60.0  # between discovery rounds (without --once)
+    window_before_s: float = 300.0  # evidence read from this long before a workload's start
+    window_after_s: float = 60.0  # ... to this long after its end
+    lookback_s: float = 7200.0  # a round discovers workloads that ended this long ago at most
+    connectors: tuple[str, ...] = ("files", "loki", "prometheus", "kubernetes")  # the order they run in
+    connector_budget_s: float = 60.0  # one connector for one workload
+    sinks: tuple[str, ...] = ("stdout",)  # stdout, store, annotate (AdminComment or Workload), service
+    service_url: str = ""  # the `service` sink POSTs bundles here (e.g. http://127.0.0.1:8470)
+    service_token_file: str = ""  # root-only file with the service's write token
+    state_file: str = "/var/lib/slurm-attrib/watch-seen.json"  # workloads already diagnosed
+
+
+@dataclass(frozen=True)
 class Config:
     cluster: str = ""
     rules_dir: str = "/etc/slurm-attrib/rules.d"
@@ -127,6 +219,10 @@ class Config:
     remediation: RemediationConfig = field(default_factory=RemediationConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    loki: LokiConfig = field(default_factory=LokiConfig)
+    prometheus: PrometheusConfig = field(default_factory=PrometheusConfig)
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
     sources: tuple[str, ...] = ()  # the files that were read, in order
 
 

@@ -55,6 +55,7 @@ def test_the_shipped_example_documents_and_loads_every_key() -> None:
         pytest.skip("etc/slurm-attrib.yaml not written yet")
     config = load_config(str(ETC))
     text = ETC.read_text()
-    for section in ("engine", "spool", "collector", "finalizer", "remediation", "store"):
+    for section in ("engine", "spool", "collector", "finalizer", "remediation", "store", "service", "loki",
+                    "prometheus", "kubernetes", "watch"):
         for name in getattr(config, section).__dataclass_fields__:
             assert f"{name}:" in text, f"{section}.{name} is not documented in etc/slurm-attrib.yaml"
