@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
@@ -41,7 +41,10 @@ WATCHDOG_GRACE_S = 0.5  # a source gets this long past its own timeout before th
 @dataclass(frozen=True)
 class Workload:
     """The job a source gathers for. ``node`` is the node the collecting process runs on (node-side
-    sources name their files after it); it is empty on the controller."""
+    sources name their files after it); it is empty on the controller. ``kind`` says where it was
+    discovered (``slurm``, ``kueue``, ``static``); a Kubernetes workload has its ``namespace``, its
+    object ``name`` and its ``pods``. ``args`` holds per-workload arguments by connector name (a static
+    inventory's ``sources``: ``{"files": {"app": [...]}, "loki": {}}``)."""
 
     cluster: str
     job_id: str
@@ -57,6 +60,11 @@ class Workload:
     array_job_id: str = ""
     array_task_id: str = ""
     restart_count: int = 0
+    kind: str = "slurm"
+    namespace: str = ""
+    name: str = ""
+    pods: tuple[str, ...] = ()
+    args: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
 
 # Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
 # The first three hold only what the kernel wrote; a mixed syslog file (/var/log/messages, /var/log/syslog)
-# also holds what any local program sends to syslog, so its kernel-tagged lines are unverified.
-KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file")
+# also holds what any local program sends to syslog, so its kernel-tagged lines are unverified; so does a
+# log `watch` read from a log shipper or a file named in an inventory (`shipped`): nothing says who wrote it.
+KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file", "shipped")
 TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "kern-file")
 
 
