@@ -25,7 +25,7 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import match_node, resolve_node, resolve_peer
-from .ranks import Stream, global_rank, split_rank, stream_key
+from .ranks import Stream, global_rank, shipped_stamp, split_rank, stream_key
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
 
@@ -313,6 +313,12 @@ class _LineHandler:
 
     def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
         stamp = self.stamps.stamp(text)
+        if stamp.time is None and self.app:
+            shipped = shipped_stamp(line.text)
+            if shipped:  # the program's line had no time of its own: the shipper's says when it was read
+                found = self.stamps.stamp(shipped)
+                stamp = ParsedStamp(time=found.time, message=stamp.message, fmt=found.fmt, host=None, uptime=None,
+                                    assumptions=(*found.assumptions, "time from the log shipper's stamp"))
         if stamp.time is not None:
             self._seen[stream_key(stream)] = (line.lineno, stamp)
         elif self.app or stamp.fmt == "dmesg_delta":

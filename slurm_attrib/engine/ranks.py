@@ -10,14 +10,29 @@ from ..model import JobFacts
 
 RANK_PREFIX_PATTERN = r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )"  # also in the prefilter's bytes
 _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
+# The RFC 3339 stamp a log shipper or the kubelet puts before each line it hands on (Loki exports,
+# `kubectl logs --timestamps`, the watch connectors): UTC or an offset, up to nanoseconds, one blank.
+# It comes before the line as the program wrote it, rank prefixes included; also in the prefilter's bytes.
+SHIPPED_STAMP_PATTERN = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
+_SHIPPED_STAMP = re.compile(SHIPPED_STAMP_PATTERN)
 
 Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
 StreamKey = tuple[Optional[int], Optional[int]]  # (global rank or srun label, torchrun local rank)
 
 
+def shipped_stamp(text: str) -> str:
+    """The shipper's stamp at the start of ``text`` (without its blank), or ``""``."""
+    match = _SHIPPED_STAMP.match(text) if text[:1].isdecimal() else None
+    return match.group()[:-1] if match else ""
+
+
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
-    """Strip srun ``--label`` (``9: ``), PyTorch (``[rank9]:``) and torchrun (``[default9]:``, a LOCAL
-    rank) prefixes; return which stream the line belongs to (None without a prefix) and the rest."""
+    """Strip a shipper's stamp (:data:`SHIPPED_STAMP_PATTERN`), then srun ``--label`` (``9: ``), PyTorch
+    (``[rank9]:``) and torchrun (``[default9]:``, a LOCAL rank) prefixes; return which stream the line
+    belongs to (None without a rank prefix) and the rest, as the program wrote it."""
+    shipped = shipped_stamp(text)
+    if shipped:
+        text = text[len(shipped) + 1:]
     label = rank = local = None
     found = False
     while True:

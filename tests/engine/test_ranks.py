@@ -21,6 +21,8 @@ from slurm_attrib.model import JobFacts
     ("3: [rank11]: text", (3, 11, None), "text"),
     ("3: [default1]: [rank11]: text", (3, 11, 1), "text"),
     ("[rank1]: [rank2]: text", (None, 1, None), "text"),  # the first prefix of a kind wins
+    ("2026-11-20T09:45:12.123456789Z [rank3]: RuntimeError: boom", (None, 3, None), "RuntimeError: boom"),
+    ("2026-11-20T09:45:12+01:00 3: text", (3, None, None), "text"),  # a shipper's stamp, then the labels
 ])
 def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: str) -> None:
     assert split_rank(line) == (stream, rest)
@@ -36,6 +38,24 @@ def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: st
 ])
 def test_split_rank_leaves_lines_without_a_prefix_alone(line: str) -> None:
     assert split_rank(line) == (None, line)
+
+
+@pytest.mark.parametrize(("line", "rest"), [
+    ("2026-11-20T09:45:12.123456789Z RuntimeError: boom", "RuntimeError: boom"),
+    ("2026-11-20T09:45:12Z ", ""),
+])
+def test_a_shippers_stamp_is_stripped_without_making_a_stream(line: str, rest: str) -> None:
+    assert split_rank(line) == (None, rest)
+
+
+@pytest.mark.parametrize(("line", "stream", "rest"), [
+    # the program's own stamp after a label is part of the program's line
+    ("3: 2026-11-20T09:45:12Z text", (3, None, None), "2026-11-20T09:45:12Z text"),
+    ("2026-11-20 09:45:12,123 ERROR text", None, "2026-11-20 09:45:12,123 ERROR text"),  # Python logging
+    ("2026-11-20T09:45:12.1234567890Z text", None, "2026-11-20T09:45:12.1234567890Z text"),  # beyond ns
+])
+def test_only_a_leading_rfc3339_stamp_is_a_shippers(line: str, stream: Optional[Stream], rest: str) -> None:
+    assert split_rank(line) == (stream, rest)
 
 
 def test_stream_key_joins_the_label_and_the_rank_of_one_stream() -> None:

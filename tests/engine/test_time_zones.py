@@ -50,3 +50,20 @@ def test_a_fault_hours_away_is_dropped_with_a_note(tmp_path: Path) -> None:
     diag = engine().diagnose(bundle(tmp_path, "2026-11-20T14:00:00Z", "2026-11-20T14:31:00Z"))
     assert diag.status == "unattributed"
     assert any("1 kernel symptom(s) fell outside the job window" in a for a in diag.annotations)
+
+
+def test_a_log_shippers_stamp_times_lines_that_have_none(tmp_path: Path) -> None:
+    """Loki exports and `kubectl logs --timestamps` put an RFC 3339 stamp before the program's line: the
+    rules see the line as the program wrote it (a `^`-anchored traceback rule still matches) and the
+    shipper's stamp says when, to the nanosecond as far as Python keeps it."""
+    (tmp_path / "applog").mkdir()
+    (tmp_path / "job.yaml").write_text("job_id: '78'\nnodes: [gpu-07]\nstart: '2026-11-20T09:00:00Z'\n"
+                                       "end: '2026-11-20T09:31:00Z'\nstate: FAILED\nexit_code: '1:0'\n")
+    (tmp_path / "applog" / "gpu-07.log").write_text(
+        "2026-11-20T09:29:58.000000001Z [rank0]: Traceback (most recent call last):\n"
+        "2026-11-20T09:29:58.000000002Z [rank0]:   File \"train.py\", line 3, in <module>\n"
+        "2026-11-20T09:29:58.123456789Z [rank0]: ValueError: bad shape\n")
+    diag = engine().diagnose(tmp_path)
+    assert diag.root_cause is not None and diag.root_cause.kind == "python_exception"
+    assert diag.root_cause.time is not None and diag.root_cause.time.isoformat() == "2026-11-20T09:29:58.123456+00:00"
+    assert diag.root_cause.rank == 0
