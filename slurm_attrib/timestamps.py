@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "PREFIX_LIMIT",
+    "SYSLOG_FORMATS",
     "ParsedStamp",
     "TimeContext",
     "format_utc",
@@ -25,6 +26,9 @@ __all__ = [
     "parse_line_time",
     "zone_from_name",
 ]
+
+SYSLOG_FORMATS = ("rfc3164", "journal_short_precise", "journal_short_iso", "rfc3339")
+"""The formats whose lines read ``time host tag: message`` (:attr:`ParsedStamp.tag` is the program)."""
 
 PREFIX_LIMIT = 256
 """Only this many leading characters of a line are examined, so cost does not grow with line length."""

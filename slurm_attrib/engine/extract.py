@@ -20,7 +20,7 @@ from ..model import (
 )
 from ..ruleset import Rule
 from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream
-from ..timestamps import ParsedStamp, TimeContext, format_utc
+from ..timestamps import SYSLOG_FORMATS, ParsedStamp, TimeContext, format_utc
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
@@ -246,7 +246,6 @@ class KernelLines:
                 for reason, (count, first) in sorted(self.counts.items())]
 
 
-SYSLOG_FORMATS = ("rfc3164", "journal_short_precise", "journal_short_iso", "rfc3339")  # host tag: message
 
 
 def _short(text: str) -> str:
