@@ -186,7 +186,23 @@ def job_from_mapping(raw: dict[str, Any], problems: list[str]) -> JobFacts:
         restart_count=_int(raw.get("restart_count"), 0),
         array_job_id=_text(raw.get("array_job_id")),
         array_task_id=_text(raw.get("array_task_id")),
+        collection_sources=_sources(collection.get("sources") if isinstance(collection, dict) else None, problems),
     )
+
+
+def _sources(value: Any, problems: list[str]) -> tuple[tuple[str, str, str, int, str], ...]:
+    """job.yaml ``collection.sources``: what each connector of ``watch`` got, for the coverage report."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        problems.append("job.yaml: collection.sources is not a list; ignored")
+        return ()
+    out = []
+    for entry in value:
+        if isinstance(entry, dict) and _text(entry.get("source")):
+            out.append((_text(entry.get("source")), _text(entry.get("state")) or "error", _text(entry.get("reason")),
+                        _int(entry.get("bytes"), 0), _text(entry.get("query"))))
+    return tuple(sorted(out))
 
 
 def _job_zone(raw: dict[str, Any]) -> tuple[str, str]:

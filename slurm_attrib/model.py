@@ -88,6 +88,8 @@ class JobFacts:
     restart_count: int = 0
     array_job_id: str = ""
     array_task_id: str = ""
+    # what `watch`'s connectors got (job.yaml collection.sources): (name, state, reason, bytes, query)
+    collection_sources: tuple[tuple[str, str, str, int, str], ...] = ()
 
     @cached_property
     def _rank_map(self) -> dict[int, str]:

@@ -17,10 +17,10 @@ from typing import Callable, Optional
 from .. import __version__
 from ..errors import AttribError
 from ..termsafe import for_terminal
-from . import diagnose, doctor, evaluate, node, rules, serve, slurm, store
+from . import diagnose, doctor, evaluate, node, rules, serve, slurm, store, watch
 from .common import EXIT_USAGE
 
-GROUPS = (diagnose, rules, evaluate, store, slurm, node, doctor, serve)
+GROUPS = (diagnose, rules, evaluate, store, slurm, node, doctor, serve, watch)
 
 
 def build_parser() -> argparse.ArgumentParser:

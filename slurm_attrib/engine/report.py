@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Optional
 
-from ..model import Coverage, Diagnosis, EvidenceRef, RuleFired, Symptom
+from ..model import COVERAGE_STATES, Coverage, Diagnosis, EvidenceRef, RuleFired, Symptom
 from .context import EngineContext
 
 CONNECTORS = ("kernel_log", "app_log", "gpu_metrics", "sacct", "job_facts")
@@ -119,6 +119,10 @@ def _fired(ctx: EngineContext) -> list[RuleFired]:
 def _coverage(ctx: EngineContext) -> list[Coverage]:
     for name in CONNECTORS:
         ctx.coverage_for(name)
+    for name, state, reason, size, query in ctx.job.collection_sources:  # what `watch`'s connectors got
+        key = name if name not in CONNECTORS else f"collect:{name}"
+        ctx.coverage[key] = Coverage(connector=key, state=state if state in COVERAGE_STATES else "error",
+                                     reason=reason, bytes=size, notes=[f"query: {query[:500]}"] if query else [])
     out = []
     for name in sorted(ctx.coverage):
         cov = ctx.coverage[name]

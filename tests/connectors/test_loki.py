@@ -183,8 +183,9 @@ def test_a_line_another_program_wrote_in_a_shipped_kernel_stream_is_refused_and_
         tmp_path: Path) -> None:
     """A `logger -t alice` line that a mixed syslog stream shipped keeps its tag behind Loki's stamp, so the
     engine refuses it as kernel evidence; the kernel's own line is used, marked unverified."""
-    forged = "Nov 20 09:30:00 gpu-a01 alice[4242]: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus."
-    real = "Nov 20 09:40:00 gpu-a02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2, name=python3, GPU has fallen off the bus."
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=2, name=python3, GPU has fallen off the bus."
+    forged = f"Nov 20 09:30:00 gpu-a01 alice[4242]: {xid}"
+    real = f"Nov 20 09:40:00 gpu-a02 kernel: {xid}"
     data = {(("host", "gpu-a01"), ("job", "kernel")): [(_ns(START) + 1800 * 10**9, forged)],
             (("host", "gpu-a02"), ("job", "kernel")): [(_ns(START) + 2400 * 10**9, real)]}
     with replay_server() as server:

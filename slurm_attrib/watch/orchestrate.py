@@ -1,0 +1,207 @@
+"""One round of ``watch``: discover → collect → diagnose → sinks, for each workload not seen before.
+
+Each workload gets a bundle in a temporary directory: job.yaml from the discovery's facts plus
+``collection.sources`` (one coverage line per connector: state, reason, bytes, the query it ran, so
+the diagnosis's coverage report names every connector), the connectors' files, and for each node
+whose kernel log a connector shipped a ``collection/NODE.yaml`` saying so (origin ``shipped``:
+such lines may explain a verdict, never drain a node). Connectors run one after the other, each
+under its own budget and byte cap (:func:`~slurm_attrib.connectors.base.collect_bounded`): one that
+hangs or raises is a coverage line. Two connectors writing the same bundle file (the files connector
+and Loki both bringing a node's kernel log) are appended, in connector order.
+
+A workload is marked seen once its verdict went through the sinks, so the next round does not
+diagnose it again; one that failed (the engine refused its bundle) is marked too, with the error, so
+a bad inventory entry does not repeat every round.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import yaml
+
+from ..connectors.base import EvidenceSource, Limits, SourceCoverage, collect_bounded
+from ..engine import Engine
+from ..errors import AttribError
+from . import Discovery, Found
+from .sinks import Sink
+
+log = logging.getLogger("slurm_attrib.watch")
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a node name is one plain path component
+
+__all__ = ["AppendingBundle", "Orchestrator", "Outcome", "SeenState"]
+
+
+class AppendingBundle:
+    """Bundle files in memory; a second write to one path appends (newline-separated)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def write(self, rel: str, data: bytes) -> int:
+        parts = Path(rel).parts
+        if Path(rel).is_absolute() or ".." in parts or not parts:
+            raise ValueError(f"{rel}: not a path inside the bundle")
+        before = self.files.get(rel)
+        if before is not None and rel.endswith(".gz"):
+            raise FileExistsError(f"{rel}: a compressed file cannot be appended to")
+        if before and not before.endswith(b"\n"):
+            before += b"\n"
+        self.files[rel] = (before or b"") + data
+        return len(data)
+
+
+@dataclass
+class Outcome:
+    """What became of one workload."""
+
+    key: str
+    job_id: str
+    cluster: str
+    coverage: list[SourceCoverage] = field(default_factory=list)
+    diagnosis: Optional[dict[str, Any]] = None
+    sinks: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+class SeenState:
+    """The keys of workloads already diagnosed, in a JSON file written atomically (temp + rename);
+    ``path`` empty keeps them in memory only (``--once`` runs by hand)."""
+
+    def __init__(self, path: str = "", keep: int = 100_000) -> None:
+        self.path = path
+        self.keep = keep
+        self.keys: dict[str, str] = {}
+        if path and os.path.exists(path):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    loaded = json.load(handle)
+                if isinstance(loaded, dict):
+                    self.keys = {str(k): str(v) for k, v in loaded.items()}
+            except (OSError, ValueError) as exc:
+                log.warning("%s: cannot read the seen workloads (%s); starting afresh", path, exc)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys
+
+    def add(self, key: str, when: str) -> None:
+        self.keys[key] = when
+        if len(self.keys) > self.keep:  # the oldest entries go: their workloads are past any lookback
+            for old in sorted(self.keys, key=lambda k: (self.keys[k], k))[: len(self.keys) - self.keep]:
+                del self.keys[old]
+        if not self.path:
+            return
+        folder = os.path.dirname(os.path.abspath(self.path))
+        fd, tmp = tempfile.mkstemp(prefix=".watch-seen-", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(self.keys, handle, sort_keys=True)
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+@dataclass
+class Orchestrator:
+    """``connectors`` in the order they run; ``budget_s`` and ``max_bytes`` bound each one; ``now``
+    gives the verdict time (the only clock read, passed in)."""
+
+    discovery: Discovery
+    connectors: Sequence[EvidenceSource]
+    engine: Engine
+    sinks: Sequence[Sink]
+    seen: SeenState
+    now: Callable[[], datetime]
+    budget_s: float = 60.0
+    max_bytes: int = 64 << 20
+    diagnose: Optional[Callable[[Engine, Path, datetime], dict[str, Any]]] = None
+
+    def round(self, since: datetime, until: datetime) -> list[Outcome]:
+        outcomes = []
+        for found in self.discovery.discover(since, until):
+            if found.key in self.seen:
+                continue
+            outcome = self.one(found)
+            outcomes.append(outcome)
+            self.seen.add(found.key, found.window.end.isoformat())
+        return outcomes
+
+    def one(self, found: Found) -> Outcome:
+        outcome = Outcome(found.key, found.workload.job_id, found.workload.cluster)
+        bundle = AppendingBundle()
+        named = found.workload.args
+        for source in self.connectors:
+            if named and source.name not in named:
+                outcome.coverage.append(SourceCoverage(source.name, "skipped",
+                                                       "not among the workload's sources"))
+                continue
+            outcome.coverage.append(collect_bounded(source, found.workload, found.window, bundle,
+                                                    Limits(self.budget_s, self.max_bytes)))
+        for name in sorted(set(named) - {s.name for s in self.connectors}):
+            outcome.coverage.append(SourceCoverage(name, "skipped", "no such connector configured"))
+        verdict_time = self.now()
+        with tempfile.TemporaryDirectory(prefix="slurm-attrib-watch-") as tmp:
+            try:
+                write_bundle(Path(tmp), found, bundle, outcome.coverage)
+                diagnose = self.diagnose or _diagnose
+                outcome.diagnosis = diagnose(self.engine, Path(tmp), verdict_time)
+            except (AttribError, OSError, ValueError, yaml.YAMLError) as exc:
+                outcome.error = f"{type(exc).__name__}: {exc}"
+                log.warning("%s: no verdict: %s", found.key, outcome.error)
+                return outcome
+            for sink in self.sinks:
+                try:
+                    done = sink.deliver(found, outcome.diagnosis, Path(tmp), verdict_time, self.discovery)
+                except Exception as exc:  # one sink's failure must not keep the verdict from the others
+                    done = f"{sink.name}: failed: {type(exc).__name__}: {exc}"
+                    log.warning("%s: %s", found.key, done)
+                if done:
+                    outcome.sinks.append(done)
+        return outcome
+
+
+def _diagnose(engine: Engine, bundle: Path, verdict_time: datetime) -> dict[str, Any]:
+    return engine.diagnose(bundle).to_dict()
+
+
+def write_bundle(root: Path, found: Found, bundle: AppendingBundle, coverage: Sequence[SourceCoverage]) -> None:
+    """job.yaml (the discovery's facts and the connectors' coverage), the files, collection/NODE.yaml."""
+    job = dict(found.job)
+    collection = dict(job.get("collection") or {}) if isinstance(job.get("collection"), dict) else {}
+    collection["sources"] = [{"source": c.source, "state": c.state, "reason": c.reason, "bytes": c.bytes,
+                              "query": c.query, "files": list(c.files)} for c in coverage]
+    notes = list(collection.get("notes") or [])
+    notes.extend(f"{c.source}: {note}" for c in coverage for note in c.notes)
+    collection["notes"] = notes
+    job["collection"] = collection
+    for key in ("start", "end"):
+        if isinstance(job.get(key), datetime):
+            job[key] = job[key].isoformat()
+    (root / "job.yaml").write_text(yaml.safe_dump(job, sort_keys=True), encoding="utf-8")
+    for rel, data in sorted(bundle.files.items()):
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    shipped = sorted({node for c in coverage for node in c.facts.get("kernel_nodes", ())
+                      if isinstance(node, str) and _NODE_NAME.match(node)})
+    if shipped:
+        (root / "collection").mkdir(exist_ok=True)
+        for node in shipped:
+            record = {"node": node, "sources": [{"source": "kernel_log", "state": "ok", "origin": "shipped"}]}
+            (root / "collection" / f"{node}.yaml").write_text(yaml.safe_dump(record, sort_keys=True),
+                                                              encoding="utf-8")
+
+
+def window_of(now: datetime, lookback_s: float) -> tuple[datetime, datetime]:
+    return now - timedelta(seconds=lookback_s), now
