@@ -23,7 +23,8 @@ from slurm_attrib.watch.orchestrate import Orchestrator, SeenState
 from slurm_attrib.watch.sinks import AnnotateSink, ServiceSink, StoreSink
 from slurm_attrib.watch.slurm import SlurmDiscovery
 
-_spec = importlib.util.spec_from_file_location("service_conftest", Path(__file__).parents[1] / "service" / "conftest.py")
+_SERVICE = Path(__file__).parents[1] / "service" / "conftest.py"  # the service as users run it
+_spec = importlib.util.spec_from_file_location("service_conftest", _SERVICE)
 assert _spec is not None and _spec.loader is not None
 service = importlib.util.module_from_spec(_spec)
 sys.modules["service_conftest"] = service  # dataclasses look their module up there
