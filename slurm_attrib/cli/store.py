@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
-from typing import Any, Optional
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Optional
 
 from .. import canonical
+from ..config import Config
 from ..errors import ConfigError
 from ..store import db as store_db
 from ..store import history, reports, spool
@@ -22,6 +23,9 @@ from ..store.timespec import parse_duration, parse_when
 from ..termsafe import for_terminal
 from .common import add_config_option, add_rule_options, command, config_of, engine_of
 from .common import now_of as _now
+
+if TYPE_CHECKING:
+    from ..store.sweep import Gather
 
 
 def _window(args: argparse.Namespace, now: datetime) -> reports.Window:
@@ -222,13 +226,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from ..slurm import open_slurm
 
         source = open_slurm(config_of(args).finalizer.backend, args.sacct_timeout, cluster=args.cluster or "")
+    gather = _gatherer(config_of(args)) if args.connectors else None
     bar = ProgressBar("sweep")
     with _open(args, create=True) as st:
         results = sweep(st, engine_of(args), source, window.since or now, window.until or now, now, spool=args.spool,
-                        dry_run=args.dry_run, history_days=args.history_days, progress=bar)
+                        dry_run=args.dry_run, history_days=args.history_days, progress=bar, gather=gather)
     bar.finish()
     sys.stdout.write(format_rows([r.to_row() for r in results], SWEEP_COLUMNS, args.format))
     return 1 if any(r.action == "error" for r in results) else 0
+
+
+def _gatherer(config: Config) -> Gather:
+    """The configured watch connectors but ``files`` (a job sacct knows names no files)."""
+    from ..watch.orchestrate import gatherer
+    from .watch import connector
+
+    sources = [connector(name, config) for name in config.watch.connectors if name != "files"]
+    return gatherer(sources, timedelta(seconds=config.watch.window_before_s),
+                    timedelta(seconds=config.watch.window_after_s), config.watch.connector_budget_s, 64 << 20)
 
 
 def cmd_import_spool(args: argparse.Namespace) -> int:
@@ -318,6 +333,9 @@ def register(sub: Any) -> None:
                        "instead of running sacct (repeatable)")
     sweep.add_argument("--sacct-timeout", type=float, default=60.0, help="seconds sacct may take (default 60)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs that would get a verdict")
+    sweep.add_argument("--connectors", action="store_true",
+                       help="a job without a spooled node bundle gets the evidence of the watch connectors "
+                            "(watch.connectors: Loki, Prometheus, Kubernetes) over its window")
     _store_options(sweep, config=False)
     add_history_option(sweep)
     add_rule_options(sweep)

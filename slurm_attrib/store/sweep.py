@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 import yaml
 
@@ -24,6 +24,7 @@ from .progress import ProgressCallback
 from .rows import JobKey
 
 EVIDENCE_DIRS = ("applog", "syslog", "metrics", "facts", "sacct")
+Gather = Callable[[AcctRecord, Path], str]  # fills a bundle folder for a job; says which sources brought evidence
 
 
 class FailedJobSource(Protocol):
@@ -79,6 +80,10 @@ def build_bundle(job: AcctRecord, dest: Path, spooled: Optional[Path]) -> None:
     """Write a bundle for ``job`` into ``dest``: the spooled evidence (if any), and a job.yaml whose
     facts come from sacct, keeping what only the spooled job.yaml knows (ranks, gpus_per_node ...)."""
     facts: dict[str, Any] = {}
+    gathered = dest / "job.yaml"
+    if spooled is None and gathered.is_file():  # what the connectors wrote (their coverage in `collection`)
+        loaded = yaml.safe_load(gathered.read_text(encoding="utf-8"))
+        facts = loaded if isinstance(loaded, dict) else {}
     if spooled is not None:
         for name in EVIDENCE_DIRS:
             if (spooled / name).is_dir() and not (spooled / name).is_symlink():
@@ -93,20 +98,22 @@ def build_bundle(job: AcctRecord, dest: Path, spooled: Optional[Path]) -> None:
 
 def sweep(store: Store, engine: Engine, source: FailedJobSource, since: datetime, until: datetime,
           verdict_time: datetime, *, spool: Optional[Union[str, Path]] = None, dry_run: bool = False,
-          history_days: float = DEFAULT_HISTORY_DAYS, progress: Optional[ProgressCallback] = None) -> list[SweepResult]:
-    """Diagnose and record every failed job in [since, until) that has no verdict yet."""
+          history_days: float = DEFAULT_HISTORY_DAYS, progress: Optional[ProgressCallback] = None,
+          gather: Optional[Gather] = None) -> list[SweepResult]:
+    """Diagnose and record every failed job in [since, until) that has no verdict yet. A job without a
+    spooled bundle gets what ``gather`` finds for it (``sweep --connectors``: Loki, Prometheus)."""
     jobs = sorted(source.failed_jobs(since, until), key=lambda j: (j.cluster, j.end or since, j.job_id))
     results = []
     for done, job in enumerate(jobs, start=1):
         results.append(_sweep_one(store, engine, job, verdict_time, Path(spool) if spool else None, dry_run,
-                                  history_days))
+                                  history_days, gather))
         if progress:
             progress(done, len(jobs))
     return results
 
 
 def _sweep_one(store: Store, engine: Engine, job: AcctRecord, verdict_time: datetime, spool: Optional[Path],
-               dry_run: bool, history_days: float) -> SweepResult:
+               dry_run: bool, history_days: float, gather: Optional[Gather] = None) -> SweepResult:
     base = {"cluster": job.cluster, "job_id": job.job_id, "state": job.state}
     array_job_id, array_task_id = job.array_ids
     if store.has_verdict(job.cluster, (job.job_id_raw, job.job_id), array_job_id, array_task_id):
@@ -117,6 +124,9 @@ def _sweep_one(store: Store, engine: Engine, job: AcctRecord, verdict_time: date
         return SweepResult(action="would-record", evidence=evidence, **base)
     with tempfile.TemporaryDirectory(prefix="slurm-attrib-sweep-") as tmp:
         try:
+            if spooled is None and gather is not None:
+                found = gather(job, Path(tmp))
+                evidence += f"+{found}" if found else ""
             build_bundle(job, Path(tmp), spooled)
             key = JobKey(job.cluster, job.job_id_raw or job.job_id, array_task_id, 0)
             settings = settings_with_history(engine.settings, store, list(job.nodes), job.end or verdict_time,

@@ -32,13 +32,15 @@ import yaml
 from ..connectors.base import EvidenceSource, Limits, SourceCoverage, collect_bounded
 from ..engine import Engine
 from ..errors import AttribError
+from ..slurm.records import AcctRecord
 from . import Discovery, Found
 from .sinks import Sink
+from .slurm import found_of
 
 log = logging.getLogger("slurm_attrib.watch")
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a node name is one plain path component
 
-__all__ = ["AppendingBundle", "Orchestrator", "Outcome", "SeenState"]
+__all__ = ["AppendingBundle", "Orchestrator", "Outcome", "SeenState", "collect", "gatherer", "write_bundle"]
 
 
 class AppendingBundle:
@@ -140,16 +142,7 @@ class Orchestrator:
     def one(self, found: Found) -> Outcome:
         outcome = Outcome(found.key, found.workload.job_id, found.workload.cluster)
         bundle = AppendingBundle()
-        named = found.workload.args
-        for source in self.connectors:
-            if named and source.name not in named:
-                outcome.coverage.append(SourceCoverage(source.name, "skipped",
-                                                       "not among the workload's sources"))
-                continue
-            outcome.coverage.append(collect_bounded(source, found.workload, found.window, bundle,
-                                                    Limits(self.budget_s, self.max_bytes)))
-        for name in sorted(set(named) - {s.name for s in self.connectors}):
-            outcome.coverage.append(SourceCoverage(name, "skipped", "no such connector configured"))
+        outcome.coverage = collect(self.connectors, found, bundle, self.budget_s, self.max_bytes)
         verdict_time = self.now()
         with tempfile.TemporaryDirectory(prefix="slurm-attrib-watch-") as tmp:
             try:
@@ -169,6 +162,39 @@ class Orchestrator:
                 if done:
                     outcome.sinks.append(done)
         return outcome
+
+
+def collect(connectors: Sequence[EvidenceSource], found: Found, bundle: AppendingBundle, budget_s: float,
+            max_bytes: int) -> list[SourceCoverage]:
+    """Every connector in order, each bounded on its own; a workload that names its sources (a static
+    inventory) is asked of those only, and one it names that is not configured is a ``skipped`` line."""
+    named = found.workload.args
+    coverage = []
+    for source in connectors:
+        if named and source.name not in named:
+            coverage.append(SourceCoverage(source.name, "skipped", "not among the workload's sources"))
+            continue
+        coverage.append(collect_bounded(source, found.workload, found.window, bundle, Limits(budget_s, max_bytes)))
+    for name in sorted(set(named) - {s.name for s in connectors}):
+        coverage.append(SourceCoverage(name, "skipped", "no such connector configured"))
+    return coverage
+
+
+def gatherer(connectors: Sequence[EvidenceSource], before: timedelta, after: timedelta, budget_s: float,
+             max_bytes: int) -> Callable[[AcctRecord, Path], str]:
+    """For ``sweep``: fill a bundle for a job sacct knows from the connectors (Loki, Prometheus) when no
+    node bundle of it was kept; returns the sources that brought evidence (``loki+prometheus``)."""
+
+    def gather(job: AcctRecord, dest: Path) -> str:
+        if job.end is None:
+            return ""
+        found = found_of(job, before, after)
+        bundle = AppendingBundle()
+        coverage = collect(connectors, found, bundle, budget_s, max_bytes)
+        write_bundle(dest, found, bundle, coverage)
+        return "+".join(c.source for c in coverage if c.state == "ok")
+
+    return gather
 
 
 def _diagnose(engine: Engine, bundle: Path, verdict_time: datetime) -> dict[str, Any]:

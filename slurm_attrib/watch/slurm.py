@@ -14,10 +14,24 @@ from datetime import datetime, timedelta
 from ..connectors.base import Window, Workload
 from ..finalizer import comment
 from ..slurm.base import SlurmAccess
+from ..slurm.records import AcctRecord
 from ..store.sweep import job_yaml
 from . import Found
 
 __all__ = ["SlurmDiscovery"]
+
+
+def found_of(job: AcctRecord, before: timedelta, after: timedelta) -> Found:
+    """A job sacct knows (its allocation record, with an end) as the connectors see it."""
+    assert job.end is not None
+    facts = job_yaml(job)
+    array_job_id, array_task_id = job.array_ids
+    workload = Workload(cluster=job.cluster, job_id=str(facts["job_id"]), nodes=tuple(job.nodes), user=job.user,
+                        partition=job.partition, array_job_id=array_job_id, array_task_id=array_task_id,
+                        kind="slurm")
+    start = job.start or job.end
+    key = f"slurm:{job.cluster}:{facts['job_id']}:{start.isoformat()}"
+    return Found(key, workload, Window(start, job.end, before, after), facts)
 
 
 class SlurmDiscovery:
@@ -29,18 +43,8 @@ class SlurmDiscovery:
         self.window_before, self.window_after = window_before, window_after
 
     def discover(self, since: datetime, until: datetime) -> list[Found]:
-        found = []
-        for job in self.slurm.failed_jobs(since, until):
-            if job.is_step or job.end is None:
-                continue
-            facts = job_yaml(job)
-            array_job_id, array_task_id = job.array_ids
-            workload = Workload(cluster=job.cluster, job_id=str(facts["job_id"]), nodes=tuple(job.nodes),
-                                user=job.user, partition=job.partition, array_job_id=array_job_id,
-                                array_task_id=array_task_id, kind="slurm")
-            start = job.start or job.end
-            key = f"slurm:{job.cluster}:{facts['job_id']}:{start.isoformat()}"
-            found.append(Found(key, workload, Window(start, job.end, self.window_before, self.window_after), facts))
+        found = [found_of(job, self.window_before, self.window_after) for job in self.slurm.failed_jobs(since, until)
+                 if not job.is_step and job.end is not None]
         return sorted(found, key=lambda f: (f.window.end, f.key))
 
     def annotate(self, found: Found, segment: str) -> str:
