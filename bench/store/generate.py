@@ -22,7 +22,7 @@ from pathlib import Path
 
 from slurm_attrib.store import Store
 from slurm_attrib.store.db import StoreSettings
-from slurm_attrib.store.schema import fill_stats_daily, m0001_initial, m0003_report_indexes
+from slurm_attrib.store.schema import fill_stats_daily, m0001_initial, m0003_report_indexes, m0005_culprit_job_time
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 CATEGORIES = {  # category: (weight, responsible, has a culprit node)
@@ -38,9 +38,10 @@ COLUMNS = ("cluster", "job_id", "array_job_id", "array_task", "restart_count", "
            "job_time", "job_day", "state", "status", "category", "responsible", "culprit_nodes", "root_kind",
            "root_summary", "ruleset_hash", "engine_version", "verdict_time", "node_hours", "gpus_per_node", "gpu_hours",
            "verdict_id", "json")
-CULPRIT_COLUMNS = ("diagnosis_id", "cluster", "job_id", "node", "gpu", "time", "category", "responsible", "gpu_hours")
+CULPRIT_COLUMNS = ("diagnosis_id", "cluster", "job_id", "node", "gpu", "time", "category", "responsible", "gpu_hours",
+                   "job_time")
 DROPPED = ("idx_diagnoses_job_time", "diagnoses_stats", "idx_culprits_node_time", "idx_culprits_diagnosis_id",
-           "culprits_window")
+           "culprits_window", "culprits_node_job")
 
 
 def _iso(when: datetime) -> str:
@@ -84,7 +85,7 @@ def rows(count: int, nodes: int, seed: int) -> tuple[list[tuple[object, ...]], l
         if node:
             gpu = rng.choice(GPUS) if responsible == "infrastructure" else None
             culprits.append((i + 1, "bench", job_id, node, gpu, _iso(end - timedelta(seconds=30)), category,
-                             responsible, gpu_hours))
+                             responsible, gpu_hours, _iso(end)))
     return diagnoses, culprits
 
 
@@ -106,6 +107,7 @@ def generate(out: Path, count: int, nodes: int, seed: int) -> None:
         print(f"inserted in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         m0001_initial(store.db)  # the migrations' own index definitions, rebuilt in bulk
         m0003_report_indexes(store.db)
+        m0005_culprit_job_time(store.db)
         conn.execute("BEGIN IMMEDIATE")
         fill_stats_daily(store.db)  # the raw inserts above bypass Store.record, which keeps it in step
         conn.execute("COMMIT")

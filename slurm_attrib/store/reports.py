@@ -70,20 +70,26 @@ def query_verdict_page(store: Store, flt: VerdictFilter) -> tuple[list[dict[str,
 
 
 def _verdict_rows(store: Store, flt: VerdictFilter) -> list[dict[str, Any]]:
-    where, params = flt.window.clauses("d.job_time")
+    """With a node, the rows are read through the node's culprit events in (job time, verdict) order (the
+    ``culprits_node_job`` index; one event per node and verdict), so a page is an index range; otherwise
+    through ``diagnoses`` in the same order. Both order by the verdict's job time, then its id."""
+    by_node = flt.node is not None
+    time_col, id_col = ("c.job_time", "c.diagnosis_id") if by_node else ("d.job_time", "d.id")
+    where, params = flt.window.clauses(time_col)
     for column in ("user", "partition", "category", "status", "responsible", "cluster"):
         value = getattr(flt, column)
         if value is not None:
             where.append(f"d.[{column}] = ?")
             params.append(value)
-    if flt.node is not None:
-        where.append("d.id IN (SELECT diagnosis_id FROM culprits WHERE node = ?)")
+    if by_node:
+        where.append("c.node = ?")
         params.append(flt.node)
     if flt.after is not None:
-        where.append("(d.job_time < ? OR (d.job_time = ? AND d.id < ?))")
-        params.extend([flt.after[0], flt.after[0], flt.after[1]])
-    sql = (f"SELECT {', '.join('d.' + c for c in LIST_COLUMNS)}, d.id AS _id FROM diagnoses d "
-           + (f"WHERE {' AND '.join(where)} " if where else "") + "ORDER BY d.job_time DESC, d.id DESC LIMIT ?")
+        where.append(f"({time_col}, {id_col}) < (?, ?)")  # a row value: SQLite seeks the index to the cursor
+        params.extend([flt.after[0], flt.after[1]])
+    source = "culprits c JOIN diagnoses d ON d.id = c.diagnosis_id" if by_node else "diagnoses d"
+    sql = (f"SELECT {', '.join('d.' + c for c in LIST_COLUMNS)}, d.id AS _id FROM {source} "
+           + (f"WHERE {' AND '.join(where)} " if where else "") + f"ORDER BY {time_col} DESC, {id_col} DESC LIMIT ?")
     return list(store.rows(sql, [*params, flt.limit]))
 
 

@@ -114,6 +114,6 @@ def culprit_rows(diag: dict[str, Any], row: dict[str, Any]) -> list[dict[str, An
     root = diag.get("root_cause") or {}
     when = root.get("time") or row["job_time"]
     return [{"cluster": row["cluster"], "job_id": row["job_id"], "node": node,
-             "gpu": root.get("gpu") if root.get("node") == node else None, "time": when,
+             "gpu": root.get("gpu") if root.get("node") == node else None, "time": when, "job_time": row["job_time"],
              "category": row["category"], "responsible": row["responsible"], "gpu_hours": row["gpu_hours"]}
             for node in diag.get("culprit_nodes") or []]

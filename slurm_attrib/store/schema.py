@@ -104,11 +104,23 @@ def m0004_stats_daily(db: Database) -> None:
     fill_stats_daily(db)
 
 
+def m0005_culprit_job_time(db: Database) -> None:
+    """Each culprit event carries its job's time, and one index lists a node's verdicts newest job first
+    (``query --node``, ``GET /v1/diagnoses?node=``): a page is an index range, not a sort of all the node's
+    jobs (bench/service: 20 ms -> well under 1 ms for a node with 3,000 jobs in 1,000,000)."""
+    _add_column(db, "culprits", "job_time", str)
+    db.execute("UPDATE culprits SET job_time = (SELECT job_time FROM diagnoses WHERE diagnoses.id = "
+               "culprits.diagnosis_id) WHERE job_time IS NULL")
+    db.table("culprits").create_index(["node", "job_time", "diagnosis_id"], index_name="culprits_node_job",
+                                      if_not_exists=True)
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("0001_initial", m0001_initial),
     ("0002_gpu_hours", m0002_gpu_hours),
     ("0003_report_indexes", m0003_report_indexes),
     ("0004_stats_daily", m0004_stats_daily),
+    ("0005_culprit_job_time", m0005_culprit_job_time),
 )
 
 

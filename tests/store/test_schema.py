@@ -47,7 +47,9 @@ def test_from_the_previous_schema_backfills(tmp_path: Path) -> None:
     with Store.open(path) as store:
         assert schema.applied(store.db) == ALL
         row = next(store.rows("SELECT gpus_per_node, gpu_hours, job_day, status FROM diagnoses"))
-        culprit = next(store.rows("SELECT gpu_hours FROM culprits"))
+        culprit = next(store.rows("SELECT gpu_hours, job_time FROM culprits"))
         indexes = {i.name for i in store.db.table("diagnoses").indexes}
+        culprit_indexes = {i.name for i in store.db.table("culprits").indexes}
     assert row == {"gpus_per_node": 8, "gpu_hours": 20.0, "job_day": "2026-11-20", "status": "attributed"}
-    assert culprit == {"gpu_hours": 20.0} and "diagnoses_stats" in indexes
+    assert culprit == {"gpu_hours": 20.0, "job_time": "2026-11-20T10:00:00.000000Z"}  # 0005 from its verdict
+    assert "diagnoses_stats" in indexes and "culprits_node_job" in culprit_indexes
