@@ -71,7 +71,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         diag = json.loads(row["json"])
         anchor = parse_when(row["job_time"], _now(args))
         evidence = history.offender_evidence(st, list(diag.get("culprit_nodes") or []), anchor, args.history_days,
-                                             JobKey.of_job(diagnosis_from_dict(diag).job))
+                                             JobKey.of(diag))
     if args.format == "table":
         text = render_text(diagnosis_from_dict(diag))
         extra = _stored_text(row, bundle) + history_text(evidence, diag.get("culprit_nodes") or [],

@@ -23,7 +23,6 @@ from ..engine import Engine
 from ..errors import BundleError
 from ..store import Store, StoreError, StoreSettings
 from ..store import history as store_history
-from ..store.rebuild import diagnosis_from_dict
 from ..store.reports import Window
 from ..store.rows import JobKey
 from ..store.spool import resolve_spool_dir
@@ -183,7 +182,7 @@ class Service:
             anchor = parse_when(row["job_time"], self.clock())
             evidence = store_history.offender_evidence(st, list(diag.get("culprit_nodes") or []), anchor,
                                                        self.history_days,
-                                                       JobKey.of_job(diagnosis_from_dict(diag).job))
+                                                       JobKey.of(diag))
         return {"diagnosis": diag, "verdict_id": row["verdict_id"], "verdict_time": row["verdict_time"],
                 "gpu_hours": row["gpu_hours"], "bundle": _bundle_info(bundle), "culprit_history": evidence,
                 "previous_verdicts": previous}
