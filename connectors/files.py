@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ..safeio import open_regular
+from ..slurm.ids import is_valid
 from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
 
 __all__ = ["FilesSource"]
 
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _KINDS = {"kernel": ("syslog", ".log"), "metrics": ("metrics", ""), "diag": ("diag", ".txt"),
           "app": ("applog", ".log")}
 
@@ -88,7 +88,7 @@ class FilesSource:
                 continue
             for node, paths in sorted(value.items()):
                 node = str(node)
-                if not _NODE.match(node) or node not in workload.nodes:
+                if not is_valid("node", node) or node not in workload.nodes:
                     notes.append(f"sources.files.{kind}: {node!r} is not a node of the workload; left out")
                     continue
                 for path in _paths(paths):

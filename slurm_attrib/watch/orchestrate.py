@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,13 +31,13 @@ import yaml
 from ..connectors.base import EvidenceSource, Limits, SourceCoverage, collect_bounded
 from ..engine import Engine
 from ..errors import AttribError
+from ..slurm.ids import is_valid
 from ..slurm.records import AcctRecord
 from . import Discovery, Found
 from .sinks import Sink
 from .slurm import found_of
 
 log = logging.getLogger("slurm_attrib.watch")
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a node name is one plain path component
 
 __all__ = ["AppendingBundle", "Orchestrator", "Outcome", "SeenState", "collect", "gatherer", "write_bundle"]
 
@@ -220,7 +219,7 @@ def write_bundle(root: Path, found: Found, bundle: AppendingBundle, coverage: Se
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     shipped = sorted({node for c in coverage for node in c.facts.get("kernel_nodes", ())
-                      if isinstance(node, str) and _NODE_NAME.match(node)})
+                      if isinstance(node, str) and is_valid("node", node)})  # one plain path component
     if shipped:
         (root / "collection").mkdir(exist_ok=True)
         for node in shipped:

@@ -37,6 +37,7 @@ from ..connectors.base import Window, Workload
 from ..errors import ConfigError
 from ..safeio import read_regular
 from ..safeyaml import load as load_yaml
+from ..slurm.ids import is_valid
 from ..timestamps import parse_iso
 from . import Found
 
@@ -87,8 +88,9 @@ def _found(entry: Any, index: int, base: Path, cluster: str, before: timedelta, 
     job["job_id"] = job_id
     job["cluster"] = str(job.get("cluster") or cluster or "static")
     nodes = job.get("nodes", [])
-    if not isinstance(nodes, list) or not all(isinstance(n, str) and n for n in nodes):
-        raise ConfigError(f"{where} ({job_id}): nodes must be a list of node names")
+    if not isinstance(nodes, list) or not all(isinstance(n, str) and is_valid("node", n) for n in nodes):
+        raise ConfigError(f"{where} ({job_id}): nodes must be a list of node names ([A-Za-z0-9._-], "
+                          "a letter or digit first)")
     end = _time(job.get("end"), f"{where} ({job_id}): end")
     if end is None:
         raise ConfigError(f"{where} ({job_id}): end is required (it bounds every query)")

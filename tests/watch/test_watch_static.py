@@ -145,3 +145,10 @@ def test_relative_paths_and_globs_resolve_against_the_inventory(tmp_path: Path) 
                              "kernel": {"n1": str(tmp_path / "k.log")}}
     assert args["loki"] == {} and found.job["state"] == "FAILED" and found.workload.cluster == "orion"
     assert found.window.start == datetime(2026, 11, 20, 8, tzinfo=timezone.utc)  # 2 h before the end
+
+
+def test_a_node_name_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text("workloads:\n- {job_id: '1', end: '2026-11-20T10:00:00Z', nodes: [gpu-a01, ../../etc]}\n")
+    with pytest.raises(ConfigError, match="nodes must be a list of node names"):
+        load_inventory(str(path))
