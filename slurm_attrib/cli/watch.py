@@ -16,7 +16,7 @@ from typing import Any, Callable
 from .. import canonical
 from ..config import Config, HttpConfig
 from ..connectors.base import DisabledSource, EvidenceSource
-from ..errors import ConfigError
+from ..errors import AttribError, ConfigError
 from ..termsafe import for_terminal
 from ..watch import Discovery
 from ..watch.orchestrate import Orchestrator, Outcome, SeenState, window_of
@@ -110,9 +110,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     failed = False
     while True:
         since, until = window_of(now_of(args), config.watch.lookback_s)
-        for outcome in orchestrator.round(since, until):
-            failed = failed or bool(outcome.error)
-            _print(outcome, args.format, "stdout" in names)
+        try:
+            for outcome in orchestrator.round(since, until):
+                failed = failed or bool(outcome.error)
+                _print(outcome, args.format, "stdout" in names)
+        except AttribError as exc:  # discovery could not ask its backend: the next round asks again
+            if args.once:
+                raise
+            log.warning("discovery failed: %s; next round in %g s", exc, config.watch.interval_s)
         if args.once:
             return 1 if failed else 0
         time.sleep(config.watch.interval_s)
