@@ -11,17 +11,17 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from .. import canonical
-from ..config import Config, HttpConfig
-from ..connectors.base import DisabledSource, EvidenceSource
 from ..errors import AttribError, ConfigError
-from ..termsafe import for_terminal
-from ..watch import Discovery
-from ..watch.orchestrate import Orchestrator, Outcome, SeenState, window_of
-from ..watch.sinks import AnnotateSink, ServiceSink, Sink, StoreSink
 from .common import add_rule_options, command, config_of, engine_of, now_of
+
+if TYPE_CHECKING:  # the orchestrator and its parts load when `watch` runs, not with every command
+    from ..config import Config
+    from ..connectors.base import EvidenceSource
+    from ..watch import Discovery
+    from ..watch.orchestrate import Outcome
+    from ..watch.sinks import Sink
 
 log = logging.getLogger("slurm_attrib.watch")
 SOURCES = ("slurm", "kueue", "static")
@@ -31,6 +31,8 @@ SINKS = ("stdout", "store", "annotate", "service")
 def connector(name: str, config: Config) -> EvidenceSource:
     """The connector ``name`` as the configuration describes it; one whose extra is missing is a
     ``skipped`` line that names the extra."""
+    from ..connectors.base import DisabledSource
+
     factories: dict[str, Callable[[], EvidenceSource]] = {
         "files": _files,
         "loki": lambda: _loki(config),
@@ -77,6 +79,9 @@ def discovery(args: argparse.Namespace, config: Config) -> Discovery:
 
 
 def sinks(names: list[str], config: Config) -> list[Sink]:
+    from ..config import HttpConfig
+    from ..watch.sinks import AnnotateSink, ServiceSink, StoreSink
+
     out: list[Sink] = []
     for name in names:
         if name == "store":
@@ -97,6 +102,8 @@ def sinks(names: list[str], config: Config) -> list[Sink]:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from ..watch.orchestrate import Orchestrator, SeenState, window_of
+
     config = config_of(args)
     names = args.sink or list(config.watch.sinks)
     orchestrator = Orchestrator(
@@ -137,6 +144,9 @@ def _with_history(config: Config) -> Callable[[Any, Path, Any], dict[str, Any]]:
 
 
 def _print(outcome: Outcome, fmt: str, stdout: bool) -> None:
+    from .. import canonical
+    from ..termsafe import for_terminal
+
     if outcome.error:
         sys.stderr.write(f"slurm-attrib: {for_terminal(outcome.key)}: no verdict: {for_terminal(outcome.error)}\n")
     if fmt == "json":
