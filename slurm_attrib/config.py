@@ -69,6 +69,7 @@ class FinalizerConfig:
     write_admin_comment: bool = True
     admin_comment_retry_s: float = 300.0  # keep retrying sacctmgr this long while the job is not in the DB
     done_retention_days: int = 14  # dedupe markers and assembled job bundles kept this long in the spool
+    quarantine_retention_days: float = 90.0  # quarantined input kept this long for an admin to look at; 0: for ever
     backend: str = "auto"  # Slurm access: auto (pyslurm when it matches the installed Slurm) | cli | pyslurm
     log_file: str = ""  # the daemon's log file; empty: stderr (journald under systemd)
     store_write_budget_s: float = 2.0  # wait this long for a locked store, then spool the verdict and go on

@@ -422,6 +422,25 @@ class Finalizer:
                         removed += 1
                 except OSError as exc:
                     log.warning("prune: cannot remove %s: %s", path, exc)
+        return removed + self._prune_quarantine(now)
+
+    def _prune_quarantine(self, now: datetime) -> int:
+        """Quarantined entries older than ``finalizer.quarantine_retention_days`` (0: kept until an admin
+        removes them): time enough to look, and a spool a stream of poison input cannot fill for ever."""
+        days = self.config.finalizer.quarantine_retention_days
+        if days <= 0:
+            return 0
+        limit = now.timestamp() - days * 86400
+        removed = 0
+        for folder in (self.spool / quarantine.FOLDER, self.spool / "verdicts" / quarantine.FOLDER):
+            for held in quarantine.listing(folder) if not folder.is_symlink() else []:
+                try:
+                    if held.folder.lstat().st_mtime < limit:
+                        _remove(held.folder)
+                        removed += 1
+                        log.info("removed the quarantined %s %s (older than %g days)", held.kind, held.name, days)
+                except OSError as exc:
+                    log.warning("prune: cannot remove %s: %s", held.folder, exc)
         return removed
 
     def clean_temp(self) -> int:

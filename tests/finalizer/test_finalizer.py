@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_attrib import hooks
+from slurm_attrib import hooks, quarantine
 from slurm_attrib.config import Config, FinalizerConfig, RemediationConfig
 from slurm_attrib.engine import Engine
 from slurm_attrib.finalizer import Finalizer
@@ -323,3 +324,20 @@ def test_each_verdict_carries_the_time_it_was_made(tmp_path: Path, engine: Engin
     assert [r.outcome for r in fin.step(T0 + timedelta(seconds=1))] == ["diagnosed", "diagnosed"]
     times = sorted(json.loads(p.read_text())["time"] for p in (tmp_path / "done").glob("c_3*_0.json"))
     assert times == [(T0 + timedelta(seconds=5)).isoformat(), (T0 + timedelta(seconds=95)).isoformat()]
+
+
+def test_quarantined_input_is_removed_after_its_retention(tmp_path: Path, engine: Engine) -> None:
+    """Old quarantine entries (the finalizer's and the spooled verdicts') go at the hourly prune; recent ones,
+    and all of them with a retention of 0, stay for an admin to look at."""
+    old = quarantine.quarantine(tmp_path / quarantine.FOLDER, "queue entry", "old", [], "bad JSON")
+    new = quarantine.quarantine(tmp_path / quarantine.FOLDER, "queue entry", "new", [], "bad JSON")
+    verdict = quarantine.quarantine(tmp_path / "verdicts" / quarantine.FOLDER, "spooled verdict", "v", [], "bad")
+    month = time.time() - 31 * 86400
+    for entry in (old, verdict):
+        os.utime(entry, (month, month))
+    keep = _finalizer(tmp_path, engine, FakeSlurm(), FakeStore(), quarantine_retention_days=0)
+    keep.prune(datetime.now(timezone.utc))
+    assert old.exists() and verdict.exists()
+    _finalizer(tmp_path, engine, FakeSlurm(), FakeStore(), quarantine_retention_days=30).prune(
+        datetime.now(timezone.utc))
+    assert not old.exists() and not verdict.exists() and new.exists()
