@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import logging
 import shutil
+import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -31,6 +32,7 @@ from ..slurm.errors import SlurmError, SlurmParseError
 from ..slurm.ids import SlurmIdError
 from . import assemble, budget, comment, jobinfo, nodebundles, queue
 
+HOOK_TEMP_GRACE_S = 3600.0  # a hook writes its queue entry in milliseconds; an older temp file is an orphan
 log = logging.getLogger("slurm_attrib.finalizer")
 JOBCOMP_GRACE_S = 5.0  # a jobcomp-only entry waits this long for its EpilogSlurmctld twin
 # A fault of the machine, not of the job's input: the job is retried, never quarantined for it.
@@ -445,7 +447,8 @@ class Finalizer:
 
     def clean_temp(self) -> int:
         """Remove the temporary copies an earlier finalizer left when it died or the disk filled
-        (``.tmp-*`` in jobs/, done/, verdicts/; only this process writes there, it holds the spool lock)."""
+        (``.tmp-*`` in jobs/, done/, verdicts/; only this process writes there, it holds the spool lock),
+        and those a controller hook killed mid-write left in queue/ more than an hour ago."""
         removed = 0
         for folder in (self.spool / "jobs", self.spool / "done", self.spool / "verdicts"):
             for path in sorted(folder.glob(".tmp-*")) if folder.is_dir() and not folder.is_symlink() else []:
@@ -454,6 +457,15 @@ class Finalizer:
                     removed += 1
                 except OSError as exc:
                     log.warning("cannot remove the temporary %s: %s", path, exc)
+        stale = time.time() - HOOK_TEMP_GRACE_S  # a hook may be writing one now: only those it left long ago
+        queue_dir = self.spool / "queue"
+        for path in sorted(queue_dir.glob(".tmp-*")) if queue_dir.is_dir() and not queue_dir.is_symlink() else []:
+            try:
+                if path.lstat().st_mtime < stale:
+                    _remove(path)
+                    removed += 1
+            except OSError as exc:
+                log.warning("cannot remove the temporary %s: %s", path, exc)
         if removed:
             log.info("removed %d temporary file(s) an earlier run left in %s", removed, self.spool)
         return removed

@@ -101,10 +101,14 @@ def test_temporary_copies_a_dead_finalizer_left_are_removed_at_start(tmp_path: P
         path.write_text("{}")
     hook_in_flight = site.spool / "queue" / ".tmp-123-c_9_0.json"  # a hook writing it now: not ours
     hook_in_flight.write_text("{")
+    hook_killed = site.spool / "queue" / ".tmp-99-c_8_0.json"  # a hook killed mid-write two hours ago
+    hook_killed.write_text("{")
+    two_hours = time.time() - 7200
+    os.utime(hook_killed, (two_hours, two_hours))
     enqueue(site.spool, "1")
     result = site.finalize()
     assert result.returncode == 0, result.stderr
-    assert not any(os.path.lexists(p) for p in left) and hook_in_flight.exists()
+    assert not any(os.path.lexists(p) for p in left) and hook_in_flight.exists() and not hook_killed.exists()
 
 
 def test_orphaned_node_bundles_are_pruned_and_those_of_queued_jobs_kept(tmp_path: Path) -> None:
