@@ -106,13 +106,18 @@ def _finalize_status(spool: Path, fmt: str) -> int:
     spooled = len(list((spool / "verdicts").glob("verdict-*.json"))) if (spool / "verdicts").is_dir() else 0
     held = [q for folder in (spool / quarantine.FOLDER, spool / "verdicts" / quarantine.FOLDER)
             for q in quarantine.listing(folder)]
+    from ..finalizer.lock import holder
+
+    running, pid = holder(spool)
     if fmt == "json":
-        sys.stdout.write(json.dumps({"spool": str(spool), "queued": queued, "spooled_verdicts": spooled,
+        sys.stdout.write(json.dumps({"spool": str(spool), "finalizer_running": running, "finalizer_pid": pid,
+                                     "queued": queued, "spooled_verdicts": spooled,
                                      "quarantined": [{"path": str(q.folder), "kind": q.kind, "name": q.name,
                                                       "time": q.time, "reason": q.reason} for q in held]},
                                     indent=1, sort_keys=True) + "\n")
         return 0
-    sys.stdout.write(f"spool {spool}: {queued} queue entr{'y' if queued == 1 else 'ies'}, "
+    state = (f"a finalizer runs (pid {pid})" if pid else "a finalizer runs") if running else "no finalizer runs"
+    sys.stdout.write(f"spool {spool}: {state}; {queued} queue entr{'y' if queued == 1 else 'ies'}, "
                      f"{spooled} spooled verdict(s), {len(held)} quarantined\n")
     for q in held:
         first = q.reason.splitlines()[0] if q.reason else ""

@@ -51,6 +51,27 @@ class SpoolLock:
             self._fd = -1
 
 
+def holder(spool: Path) -> tuple[bool, Optional[int]]:
+    """Whether a finalizer holds ``spool``'s lock now, and its pid when the lock file names it. Asked with a
+    shared lock taken and dropped at once (a finalizer starting in that instant exits 75 and systemd
+    starts it again)."""
+    try:
+        fd = os.open(spool / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False, None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True, _holder(fd)
+    except OSError:
+        return False, None
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False, None
+    finally:
+        os.close(fd)
+
+
 def _holder(fd: int) -> Optional[int]:
     try:
         text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()

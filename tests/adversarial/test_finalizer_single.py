@@ -29,10 +29,12 @@ def test_a_second_finalizer_on_the_same_spool_exits_nonzero_and_touches_nothing(
         assert second.returncode == 75, second.stderr
         assert "another finalizer" in second.stderr and f"pid {first.pid}" in second.stderr
         assert _wait_for(lambda: "c_7_0" in site.done())
+        assert f"a finalizer runs (pid {first.pid})" in site.status()  # --status names the holder
     finally:
         first.terminate()
         first.wait(timeout=30)
     assert first.returncode == 0
+    assert "no finalizer runs" in site.status()
 
 
 def test_two_finalizers_started_together_diagnose_each_job_once(tmp_path: Path) -> None:
