@@ -55,6 +55,8 @@ MAX_BACKOFF_S = 8.0
 CHUNK = 64 << 10
 JSON_CAP = 16 << 20  # one list answer (a page of pods or events)
 PAGE = 500
+TAIL_READ_FACTOR = 4  # a log read for its tail stops after this many times its cap
+TAIL_LINE_BYTES = 100  # tailLines asked for = the cap / this (the kubelet has no tail in bytes)
 SCHEDULER_FILE = "sacct/kubernetes.txt"
 MESSAGE_CAP = 300
 _DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
@@ -138,8 +140,10 @@ class ApiCalls:
             raise KubeFailure(f"{what}: the answer is not JSON: {str(exc)[:120]}") from None
 
     def call(self, what: str, method: Callable[..., Any], *args: Any, deadline: float, cap: int,
-             **kwargs: Any) -> tuple[bytes, bool]:
-        """(body, cut): the body read up to ``cap`` bytes, and whether there was more."""
+             tail: bool = False, **kwargs: Any) -> tuple[bytes, bool]:
+        """(body, cut): the body read up to ``cap`` bytes, and whether there was more. With ``tail`` the
+        last ``cap`` bytes are kept instead (a log's end is where a job fails), reading at most
+        :data:`TAIL_READ_FACTOR` times ``cap``."""
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
@@ -152,7 +156,7 @@ class ApiCalls:
             timed_out, retry_after = False, None
             try:
                 response = method(*args, _preload_content=False, _request_timeout=min(self.timeout_s, left), **kwargs)
-                return _read_capped(response, cap, what, deadline, self.clock)
+                return _read_capped(response, cap, what, deadline, self.clock, tail)
             except ApiException as exc:
                 status = int(exc.status or 0)
                 if status not in RETRY_STATUSES:
@@ -174,21 +178,26 @@ class ApiCalls:
             wait = min(MAX_BACKOFF_S, wait * 2)
 
 
-def _read_capped(response: Any, cap: int, what: str, deadline: float,
-                 clock: Callable[[], float]) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
+def _read_capped(response: Any, cap: int, what: str, deadline: float, clock: Callable[[], float],
+                 tail: bool = False) -> tuple[bytes, bool]:
+    kept = bytearray()
+    size, cut = 0, False
     try:
         for chunk in response.stream(CHUNK, decode_content=True):
             if clock() > deadline:
                 raise KubeFailure(f"{what}: the answer was still coming when the time was up", "timeout")
-            chunks.append(chunk)
+            kept += chunk
             size += len(chunk)
-            if size > cap:
-                return b"".join(chunks)[:cap], True
+            if len(kept) > cap:
+                cut = True
+                if not tail:
+                    return bytes(kept[:cap]), True
+                del kept[: len(kept) - cap]
+            if tail and size > TAIL_READ_FACTOR * cap:  # more than the kubelet's tail should send
+                return bytes(kept[: kept.rfind(b"\n") + 1]), True  # the end of what came, whole lines
     finally:
         response.release_conn()
-    return b"".join(chunks), False
+    return bytes(kept), cut
 
 
 def _retry_after(headers: Any) -> Optional[float]:
@@ -209,6 +218,7 @@ class _Budget:
 
     left: int
     cut: list[str] = field(default_factory=list)
+    timed_out: str = ""  # the call that ran out of time: what was read until then is kept
 
 
 @dataclass(frozen=True)
@@ -262,7 +272,13 @@ class PodLogSource:
         budget = _Budget(limits.max_bytes)
         lines = [line for pod in pods for line in _status_lines(workload.namespace, pod, window)]
         for pod in pods:
-            lines.extend(self._event_lines(workload.namespace, pod, deadline))
+            try:
+                lines.extend(self._event_lines(workload.namespace, pod, deadline, notes))
+            except KubeFailure as failure:
+                if failure.state != "timeout":
+                    raise
+                budget.timed_out = str(failure)
+                break
         files: list[str] = []
         written = 0
         scheduler = _scheduler_file(workload.namespace, lines)
@@ -277,7 +293,10 @@ class PodLogSource:
         reason = f"{len(pods)} pod(s) on {len(nodes)} node(s)"
         if budget.cut:
             reason += "; cut at the byte caps: " + ", ".join(budget.cut[:5]) + (" ..." if len(budget.cut) > 5 else "")
-        return SourceCoverage(self.name, "ok", reason, files=tuple(files), bytes=written, query=query,
+        if budget.timed_out:
+            reason += f"; stopped, what was read is kept: {budget.timed_out}"
+        state = "timeout" if budget.timed_out else "ok"
+        return SourceCoverage(self.name, state, reason, files=tuple(files), bytes=written, query=query,
                               truncated=bool(budget.cut), notes=tuple(notes), seconds=self.calls.clock() - began,
                               facts={"nodes": nodes, "pods": {p.name: p.node for p in pods}})
 
@@ -309,11 +328,14 @@ class PodLogSource:
             notes.append(f"pod {namespace}/{name[:80]}: not found")
         return [pods[name] for name in sorted(pods)]
 
-    def _event_lines(self, namespace: str, pod: _Pod, deadline: float) -> list[tuple[datetime, str]]:
+    def _event_lines(self, namespace: str, pod: _Pod, deadline: float,
+                     notes: list[str]) -> list[tuple[datetime, str]]:
         k8s = kubernetes_module()
         api = k8s.client.CoreV1Api(self.api_client)
         page = self.calls.json(f"list events of pod {namespace}/{pod.name}", api.list_namespaced_event, namespace,
                                field_selector=f"involvedObject.name={pod.name}", limit=PAGE, deadline=deadline)
+        if _continue(page):
+            notes.append(f"pod {namespace}/{pod.name}: more than {PAGE} events; the first {PAGE} read")
         out = []
         for event in _items(page, "EventList"):
             if _get(event, "involvedObject", "kind") not in (None, "Pod"):
@@ -338,7 +360,13 @@ class PodLogSource:
                 continue
             for container, restarts in _containers(pod.raw):
                 for previous in ((True, False) if restarts > 0 else (False,)):
-                    section = self._log(namespace, pod, container, previous, deadline, budget, notes)
+                    if budget.timed_out:
+                        break
+                    try:
+                        section = self._log(namespace, pod, container, previous, deadline, budget, notes)
+                    except KubeFailure as failure:  # only a timeout comes out of _log
+                        budget.timed_out = str(failure)
+                        break
                     if section:
                         by_node.setdefault(pod.node, []).append(section)
         return {node: b"".join(parts) for node, parts in by_node.items()}
@@ -356,15 +384,16 @@ class PodLogSource:
         api = k8s.client.CoreV1Api(self.api_client)
         try:
             body, cut = self.calls.call(f"log of {where}", api.read_namespaced_pod_log, pod.name, namespace,
-                                        container=container, previous=previous, timestamps=True, limit_bytes=cap,
-                                        tail_lines=max(1, cap // 80), deadline=deadline, cap=cap)
+                                        container=container, previous=previous, timestamps=True,
+                                        tail_lines=max(1, cap // TAIL_LINE_BYTES), deadline=deadline, cap=cap,
+                                        tail=True)
         except KubeFailure as failure:
             if failure.state == "timeout":
                 raise
             notes.append(str(failure))  # a log the kubelet no longer has (HTTP 400/404) is a note, not the end
             return b""
-        if cut or len(body) >= cap:
-            body = body[: body.rfind(b"\n") + 1] if b"\n" in body else body
+        if cut:
+            body = body[body.find(b"\n") + 1:]  # the first line kept is a partial one: its stamp is gone
             budget.cut.append(where)
         if body and not body.endswith(b"\n"):
             body += b"\n"

@@ -93,7 +93,8 @@ def test_pods_logs_and_events_land_in_the_bundle_layout() -> None:
     assert all(r.param("timestamps") == "true" and r.param("container") == "trainer" for r in logs)
     assert sorted((r.path.split("/")[-2], r.param("previous")) for r in logs) == [
         (PODS[0], "false"), (PODS[1], "false"), (PODS[1], "true"), (PODS[2], "false")]
-    assert all(int(r.param("limitBytes")) <= 4 << 20 for r in logs)
+    # the end of a log is where a job fails: the kubelet is asked for a tail (lines; it has none in bytes)
+    assert all(0 < int(r.param("tailLines")) <= (1 << 20) // 100 and r.param("limitBytes") == "" for r in logs)
     assert sorted(r.param("fieldSelector") for r in events) == [f"involvedObject.name={p}" for p in PODS]
     k02 = bundle.files["applog/gpu-k02.log"].decode()
     assert k02.splitlines()[0] == f"==> kubernetes pod ml/{PODS[1]} container trainer previous on gpu-k02 <=="
@@ -210,17 +211,41 @@ def test_a_malformed_answer_is_an_error_line() -> None:
     assert no_items.state == "error" and "not a PodList" in no_items.reason
 
 
-def test_a_log_is_capped_at_a_line_and_the_total_at_max_bytes() -> None:
+def test_a_log_keeps_its_last_whole_lines_and_the_total_stays_under_max_bytes() -> None:
+    log = (DATA / "log_worker0.txt").read_bytes()
+    last = log.splitlines(keepends=True)[-1]
     with replay_server() as server:
         serve_cluster(server)
-        coverage, bundle = collect(source(server.url, [], max_log_bytes=200))
+        coverage, bundle = collect(source(server.url, [], max_log_bytes=len(last) + 10))
         requests = [r for r in server.requests if r.path.endswith("/log")]
         capped, small = collect(source(server.url, []), max_bytes=1500)
-    assert all(r.param("limitBytes") == "200" for r in requests)
+    assert all(r.param("tailLines") == str(max(1, (len(last) + 10) // 100)) for r in requests)
     k01 = bundle.files["applog/gpu-k01.log"].decode()
-    assert k01.endswith("step 0 loss 11.02\n") and "NCCL WARN" not in k01
+    assert k01.splitlines(keepends=True)[1:] == [last.decode()]  # the header, then the last whole line
     assert coverage.truncated and "cut at the byte caps" in coverage.reason
     assert capped.truncated and capped.bytes <= 1500 and sum(len(d) for d in small.files.values()) <= 1500
+
+
+def test_a_log_that_never_ends_is_read_up_to_four_times_its_cap() -> None:
+    line = b"2026-11-20T10:10:00.000000000Z [rank0]: step loss 1.0\n"
+    with replay_server() as server:
+        serve_cluster(server)
+        server.route("GET", f"/api/v1/namespaces/ml/pods/{PODS[0]}/log", Answer(200, line * 2000))
+        coverage, bundle = collect(source(server.url, [], max_log_bytes=1000))
+    k01 = bundle.files["applog/gpu-k01.log"]
+    assert len(k01) < 1100 and k01.endswith(line) and coverage.truncated
+
+
+def test_a_log_that_hangs_keeps_what_was_read_and_says_timeout() -> None:
+    with replay_server() as server:
+        serve_cluster(server)
+        server.route("GET", f"/api/v1/namespaces/ml/pods/{PODS[2]}/log", Answer(200, b"late\n", delay_s=5))
+        began = time.monotonic()
+        coverage, bundle = collect(source(server.url, []), seconds=1.5)
+        spent = time.monotonic() - began
+    assert coverage.state == "timeout" and spent < 3.0 and "what was read is kept" in coverage.reason
+    assert "applog/gpu-k01.log" in bundle.files and "applog/gpu-k03.log" not in bundle.files
+    assert "sacct/kubernetes.txt" in bundle.files
 
 
 def test_a_log_the_kubelet_no_longer_has_is_a_note() -> None:
