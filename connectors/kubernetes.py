@@ -249,12 +249,13 @@ class PodLogSource:
         namespace = workload.namespace
         if not is_dns_label(namespace):
             return SourceCoverage(self.name, "skipped", f"namespace {namespace[:80]!r} is not a Kubernetes name")
-        selector = str((workload.args.get("kubernetes") or {}).get("label_selector") or "")
+        own = workload.args.get("kubernetes")
+        selector = str(own.get("label_selector") or "") if isinstance(own, Mapping) else ""
         if not workload.pods and not selector:
             return SourceCoverage(self.name, "skipped", "the workload names no pods and no label selector")
         if selector and not _SELECTOR.fullmatch(selector):
             return SourceCoverage(self.name, "skipped", "the label selector holds characters a selector cannot")
-        query = f"pods in {namespace}: " + (", ".join(workload.pods) if workload.pods else selector)
+        query = _short(f"pods in {namespace}: " + (", ".join(workload.pods) if workload.pods else selector))
         try:
             return self._collect(workload, window, bundle, limits, deadline, selector, query)
         except KubeFailure as failure:

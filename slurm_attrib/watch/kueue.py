@@ -25,11 +25,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
+from ..config import Config
 from ..connectors.base import Window, Workload
 from ..connectors.kubernetes import (
     PAGE,
     ApiCalls,
     KubeFailure,
+    build_api_client,
     is_dns_label,
     is_dns_subdomain,
     kubernetes_module,
@@ -79,7 +81,17 @@ class KueueDiscovery:
         self.before, self.after = before, after
         self.user_label = user_label
 
+    @classmethod
+    def from_config(cls, config: Config) -> KueueDiscovery:
+        """The discovery ``config.kubernetes`` describes, with the watch's evidence margins; the cluster
+        is ``config.cluster`` or ``kubernetes``."""
+        k8s, watch = config.kubernetes, config.watch
+        return cls(build_api_client(k8s), k8s.namespaces, cluster=config.cluster or "kubernetes",
+                   calls=ApiCalls(timeout_s=k8s.timeout_s, retries=k8s.retries),
+                   before=timedelta(seconds=watch.window_before_s), after=timedelta(seconds=watch.window_after_s))
+
     def discover(self, since: datetime, until: datetime) -> list[Found]:
+        since, until = _aware(since), _aware(until)
         deadline = self.calls.clock() + self.budget_s
         found: list[Found] = []
         try:
@@ -256,6 +268,11 @@ def _get(data: Any, *keys: str) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time without a zone is taken as UTC (the API's times all carry one)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def _iso(moment: datetime) -> str:

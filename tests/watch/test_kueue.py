@@ -7,13 +7,14 @@ import importlib.util
 import json
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from slurm_attrib.config import Config, KubernetesConfig, WatchConfig
 from slurm_attrib.connectors.base import Limits, MemoryBundle, collect_bounded
 from slurm_attrib.connectors.kubernetes import ApiCalls, PodLogSource
 from slurm_attrib.engine import Engine
@@ -226,3 +227,25 @@ def _events_answer(request: Any) -> Any:
     if request.param("fieldSelector") == "involvedObject.name=train-7-1-q9d4m":
         return Answer(200, recorded("events_worker1.json", PODS_DATA))
     return Answer(200, recorded("events_empty.json", PODS_DATA))
+
+
+def test_the_discovery_the_configuration_describes(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t0ken"}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}))
+    config = Config(cluster="west", kubernetes=KubernetesConfig(kubeconfig=str(kubeconfig), namespaces=("vision", "ml"),
+                                                                 timeout_s=3.0, retries=1),
+                    watch=WatchConfig(window_before_s=300.0, window_after_s=60.0))
+    kueue = KueueDiscovery.from_config(config)
+    assert kueue.namespaces == ("ml", "vision") and kueue.cluster == "west"
+    assert kueue.calls.timeout_s == 3.0 and kueue.calls.retries == 1
+    assert kueue.before == timedelta(minutes=5) and kueue.after == timedelta(minutes=1)
+    assert kueue.api_client.configuration.host == "http://127.0.0.1:9"
+    with replay_server() as server:
+        serve(server)
+        found = discovery(server.url, [], before=kueue.before).discover(SINCE.replace(tzinfo=None),
+                                                                        UNTIL.replace(tzinfo=None))
+    assert found[0].window.since == datetime(2026, 11, 20, 9, 55, 1, tzinfo=timezone.utc)
