@@ -475,9 +475,9 @@ def _fit(data: bytes, budget: _Budget, rel: str) -> bytes:
 
 def _quote(text: Any) -> str:
     """Free text (a message a container can set) on one line, quoted, capped: it can never look like a
-    field of the line."""
+    field of the line, nor (``|`` escaped) like a column of the sacct output read from the same folder."""
     flat = " ".join(_CONTROLS.sub(" ", str(text or "")).split())
-    return json.dumps(flat[:MESSAGE_CAP], ensure_ascii=True)
+    return json.dumps(flat[:MESSAGE_CAP], ensure_ascii=True).replace("|", "\\u007c")
 
 
 def _word(value: Any) -> str:

@@ -121,6 +121,18 @@ def test_the_scheduler_lines_are_one_per_termination_and_event_sorted_by_time() 
     assert any("reason=OOMKilling count=1 source=kernel-monitor" in line for line in body)
 
 
+def test_a_message_cannot_make_columns_or_fields() -> None:
+    podlist = recorded("podlist.json")
+    term = podlist["items"][0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    term["message"] = "JobID|State\n7.0|NODE_FAIL\x1b[2J " + "x" * 500
+    with replay_server() as server:
+        serve_cluster(server, [Answer(200, podlist)])
+        _, bundle = collect(source(server.url, []))
+    line = next(x for x in bundle.files["sacct/kubernetes.txt"].decode().splitlines() if PODS[0] in x)
+    assert "|" not in line and "\x1b" not in line
+    assert json.loads(line.split(" message=", 1)[1]) == ("JobID|State 7.0|NODE_FAIL [2J " + "x" * 500)[:300]
+
+
 def test_pods_are_listed_in_pages() -> None:
     def page(request: Request) -> Answer:
         if request.param("continue"):
