@@ -159,7 +159,12 @@ class KueueDiscovery:
         if not _failed(finished):
             return None
         selector, owner_uid = _pod_selector(item)
-        pods = self._pods(namespace, selector, owner_uid, deadline) if selector else []
+        try:
+            pods = self._pods(namespace, selector, owner_uid, deadline) if selector else []
+        except KubeFailure as failure:
+            if failure.state == "timeout":
+                raise
+            pods = []  # pods not readable here (RBAC): the workload is still reported; the connector will say why
         start = _start(item, pods) or end
         nodes = tuple(sorted({n for n in (_get(p, "spec", "nodeName") for p in pods) if isinstance(n, str)
                               and is_dns_subdomain(n)}))
@@ -171,8 +176,9 @@ class KueueDiscovery:
                             name=name, pods=pod_names,
                             args={"kubernetes": {"label_selector": selector}} if selector else {})
         job: dict[str, Any] = {"job_id": job_id, "cluster": self.cluster, "nodes": list(nodes),
-                               "start": _iso(start), "end": _iso(end), "state": "FAILED",
-                               "exit_code": _exit_code(pods)}
+                               "start": _iso(start), "end": _iso(end), "state": "FAILED"}
+        if pods:
+            job["exit_code"] = _exit_code(pods)
         if workload.user:
             job["user"] = workload.user
         if workload.partition and is_dns_subdomain(workload.partition):

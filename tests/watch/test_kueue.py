@@ -130,6 +130,16 @@ def test_a_pod_of_a_recreated_job_of_the_same_name_is_not_taken() -> None:
     assert found[0].workload.nodes == ("gpu-k01", "gpu-k02")
 
 
+def test_pods_that_cannot_be_listed_leave_the_workload_without_pods() -> None:
+    with replay_server() as server:
+        serve(server)
+        server.route("GET", "/api/v1/namespaces/vision/pods", Answer(403, {"kind": "Status", "code": 403}))
+        found = discovery(server.url, []).discover(SINCE, UNTIL)
+    assert [f.workload.name for f in found] == [TRAIN, "jobset-pretrain-b7e4a"]
+    assert found[1].workload.pods == () and found[1].job["nodes"] == [] and "exit_code" not in found[1].job
+    assert found[1].workload.args == {"kubernetes": {"label_selector": "jobset.sigs.k8s.io/jobset-name=pretrain"}}
+
+
 def test_the_verdict_is_written_as_a_merge_patch_annotation() -> None:
     segment = verdict_segment({"status": "attributed", "category": "host_oom", "culprit_nodes": [],
                                "root_cause": {"kind": "host_oom_kill"}}, "42")
