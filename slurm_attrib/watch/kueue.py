@@ -53,6 +53,7 @@ OWNER_LABELS = {
 }
 _SUCCESS = re.compile(r"finished successfully|succeeded", re.IGNORECASE)
 _UID = re.compile(r"[0-9a-fA-F-]{1,64}")
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")  # a label's value, non-empty
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 SEGMENT_CAP = 1024
 
@@ -171,7 +172,7 @@ class KueueDiscovery:
         pod_names = tuple(sorted(str(_get(p, "metadata", "name")) for p in pods))
         job_id = f"{namespace}/{name}"
         user = str(_get(item, "metadata", "labels", self.user_label) or "")
-        workload = Workload(cluster=self.cluster, job_id=job_id, nodes=nodes, user=user if is_dns_label(user) else "",
+        workload = Workload(cluster=self.cluster, job_id=job_id, nodes=nodes, user=user if _LABEL_VALUE.fullmatch(user) else "",
                             partition=str(_get(item, "spec", "queueName") or ""), kind="kueue", namespace=namespace,
                             name=name, pods=pod_names,
                             args={"kubernetes": {"label_selector": selector}} if selector else {})

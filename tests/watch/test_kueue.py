@@ -100,7 +100,7 @@ def test_failed_workloads_finished_in_the_window_are_found_in_order() -> None:
     # previous instance's exit 1 at 10:05:31 was restarted, so it did not end the job)
     assert train.job == {"job_id": f"ml/{TRAIN}", "cluster": "k8s-west", "nodes": ["gpu-k01", "gpu-k02", "gpu-k03"],
                          "start": "2026-11-20T10:00:01Z", "end": "2026-11-20T10:22:12Z", "state": "FAILED",
-                         "exit_code": "137:0", "user": "ana", "partition": "gpu-queue"}
+                         "exit_code": "137:0", "user": "ana.lopez", "partition": "gpu-queue"}
     pretrain = found[1]
     assert pretrain.workload.nodes == ("gpu-v01",) and pretrain.job["exit_code"] == "1:0"
     assert pretrain.job["start"] == "2026-11-20T10:02:00Z"
