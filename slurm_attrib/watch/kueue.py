@@ -172,7 +172,8 @@ class KueueDiscovery:
         pod_names = tuple(sorted(str(_get(p, "metadata", "name")) for p in pods))
         job_id = f"{namespace}/{name}"
         user = str(_get(item, "metadata", "labels", self.user_label) or "")
-        workload = Workload(cluster=self.cluster, job_id=job_id, nodes=nodes, user=user if _LABEL_VALUE.fullmatch(user) else "",
+        user = user if _LABEL_VALUE.fullmatch(user) else ""
+        workload = Workload(cluster=self.cluster, job_id=job_id, nodes=nodes, user=user,
                             partition=str(_get(item, "spec", "queueName") or ""), kind="kueue", namespace=namespace,
                             name=name, pods=pod_names,
                             args={"kubernetes": {"label_selector": selector}} if selector else {})
