@@ -42,6 +42,7 @@ __all__ = [
     "EXTRA_HINT",
     "ApiCalls",
     "KubeFailure",
+    "MissingExtra",
     "PodLogSource",
     "build_api_client",
     "is_dns_label",
@@ -76,12 +77,17 @@ def is_dns_subdomain(name: str) -> bool:
     return len(name) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(name))
 
 
+class MissingExtra(ConfigError, ImportError):
+    """The ``kubernetes`` package is not installed: a configuration error that names the extra, and an
+    ImportError, so a caller that turns a connector without its extra into a ``skipped`` line does so."""
+
+
 def kubernetes_module() -> Any:
-    """The ``kubernetes`` package, or a :class:`ConfigError` naming the extra that brings it."""
+    """The ``kubernetes`` package, or :class:`MissingExtra` naming the extra that brings it."""
     try:
         import kubernetes
     except ImportError:
-        raise ConfigError(EXTRA_HINT) from None
+        raise MissingExtra(EXTRA_HINT) from None
     return kubernetes
 
 

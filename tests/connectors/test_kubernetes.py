@@ -310,8 +310,9 @@ def test_the_client_comes_from_a_kubeconfig(tmp_path: Path) -> None:
 
 def test_without_the_package_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "kubernetes", None)
-    with pytest.raises(ConfigError, match=r"slurm-attrib\[connectors\]"):
+    with pytest.raises(ConfigError, match=r"slurm-attrib\[connectors\]") as failure:
         build_api_client(KubernetesConfig())
+    assert isinstance(failure.value, ImportError)  # a wiring that skips connectors without their extra
 
 
 def test_a_window_before_the_pods_changes_nothing_but_the_fallback_time() -> None:
