@@ -106,11 +106,13 @@ class Extractor:
         extract_files(ctx, ctx.bundle.files, self._scan_file)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
-        if bf.source == "scheduler":
-            return  # read by the scheduler.* Python rules
-        cov = ctx.coverage_for(_connector(bf.source))
-        cov.files += 1
         rules = self.line_rules.get(bf.source, [])
+        scheduler = bf.source == "scheduler"  # sacct/*: scheduler.* Python rules count its files and lines
+        if scheduler and not rules:
+            return
+        cov = ctx.coverage_for(_connector(bf.source))
+        if not scheduler:
+            cov.files += 1
         if not rules:
             cov.reason = f"collected but not judged: no rule reads {bf.source} files yet"
             return
@@ -123,7 +125,7 @@ class Extractor:
         except OSError as exc:
             stats.error = f"cannot read: {exc.strerror or exc}"
         stats.symptom_lines = handler.symptom_lines
-        _record_stats(cov, bf, stats, handler.found)
+        _record_stats(cov, bf, stats, handler.found, count_lines=not scheduler)
         cov.notes.extend(handler.refused.notes(bf.rel))
         cov.notes.extend(handler.caps.notes(bf.rel))
         ctx.scan.add(stats)
@@ -135,10 +137,11 @@ def _connector(source: str) -> str:
         source, source)
 
 
-def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int) -> None:
+def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int, count_lines: bool = True) -> None:
     stats.symptoms = found
-    cov.lines += stats.lines
-    cov.bytes += stats.bytes
+    if count_lines:
+        cov.lines += stats.lines
+        cov.bytes += stats.bytes
     cov.symptoms += found
     if stats.error:
         cov.notes.append(f"{bf.rel}: {stats.error}")
