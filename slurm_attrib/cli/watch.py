@@ -36,6 +36,8 @@ def connector(name: str, config: Config) -> EvidenceSource:
     factories: dict[str, Callable[[], EvidenceSource]] = {
         "files": _files,
         "loki": lambda: _loki(config),
+        "prometheus": lambda: _prometheus(config),
+        "kubernetes": lambda: _kubernetes(config),
     }
     if name not in factories:
         raise ConfigError(f"watch.connectors: {name!r} is not one of {', '.join(sorted(factories))}")
@@ -59,6 +61,23 @@ def _loki(config: Config) -> EvidenceSource:
     return LokiSource(config.loki)
 
 
+def _prometheus(config: Config) -> EvidenceSource:
+    import requests  # noqa: F401  (the extra)
+
+    from ..connectors.prometheus import PrometheusSource
+
+    return PrometheusSource(config.prometheus)
+
+
+def _kubernetes(config: Config) -> EvidenceSource:
+    from ..connectors.base import DisabledSource
+    from ..connectors.kubernetes import PodLogSource
+
+    if not config.kubernetes.enabled:
+        return DisabledSource("kubernetes", "kubernetes.enabled is false")
+    return PodLogSource.from_config(config.kubernetes)
+
+
 def discovery(args: argparse.Namespace, config: Config) -> Discovery:
     before = timedelta(seconds=config.watch.window_before_s)
     after = timedelta(seconds=config.watch.window_after_s)
@@ -75,7 +94,12 @@ def discovery(args: argparse.Namespace, config: Config) -> Discovery:
 
         return SlurmDiscovery(open_slurm(config.finalizer.backend, config.finalizer.command_timeout_s,
                                          cluster=config.cluster), before, after)
-    raise ConfigError(f"--source {args.source}: not available in this build")
+    try:
+        from ..watch.kueue import KueueDiscovery
+
+        return KueueDiscovery.from_config(config)
+    except ImportError as exc:
+        raise ConfigError(f"--source kueue needs the extra: pip install 'slurm-attrib[connectors]' ({exc})") from None
 
 
 def sinks(names: list[str], config: Config) -> list[Sink]:
@@ -106,6 +130,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     config = config_of(args)
     names = args.sink or list(config.watch.sinks)
+    if args.source == "kueue" and config.kubernetes.annotate and "annotate" not in names:
+        names.append("annotate")  # kubernetes.annotate: the verdict goes onto the Workload
     orchestrator = Orchestrator(
         discovery=discovery(args, config),
         connectors=[connector(name, config) for name in config.watch.connectors],

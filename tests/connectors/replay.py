@@ -10,12 +10,14 @@ import http.server
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Union
 from urllib.parse import parse_qs, urlsplit
+
+from requests.structures import CaseInsensitiveDict
 
 RECORDED = Path(__file__).parent / "recorded"
 
@@ -41,7 +43,7 @@ class Request:
     method: str
     path: str
     query: dict[str, list[str]]
-    headers: dict[str, str]
+    headers: Mapping[str, str]  # looked up without regard to case, as HTTP header names are
     body: bytes
 
     def param(self, name: str, default: str = "") -> str:
@@ -93,7 +95,8 @@ def replay_server() -> Iterator[ReplayServer]:
             if self.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded") and body:
                 for key, values in parse_qs(body.decode(), keep_blank_values=True).items():
                     query.setdefault(key, []).extend(values)
-            request = Request(self.command, parts.path, query, {k: v for k, v in self.headers.items()}, body)
+            headers = CaseInsensitiveDict({k: v for k, v in self.headers.items()})  # clients differ in case
+            request = Request(self.command, parts.path, query, headers, body)
             answer = replay.answer(request)
             if answer.delay_s:
                 time.sleep(answer.delay_s)

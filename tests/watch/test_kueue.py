@@ -259,3 +259,45 @@ def test_the_discovery_the_configuration_describes(tmp_path: Path) -> None:
         found = discovery(server.url, [], before=kueue.before).discover(SINCE.replace(tzinfo=None),
                                                                         UNTIL.replace(tzinfo=None))
     assert found[0].window.since == datetime(2026, 11, 20, 9, 55, 1, tzinfo=timezone.utc)
+
+
+def test_watch_kueue_once_as_a_process_diagnoses_and_annotates(tmp_path: Path) -> None:
+    """`slurm-attrib watch --source kueue --once --format json` against the replayed API through a
+    kubeconfig: one Diagnosis per failed Workload, the kubernetes connector's coverage line, and with
+    kubernetes.annotate the merge PATCH of the verdict onto the Workload."""
+    import subprocess
+
+    with replay_server() as server:
+        serve(server)
+        for pod in ("train-7-0-x7k2p", "train-7-1-q9d4m", "train-7-2-c3v8n"):
+            server.route("GET", f"/api/v1/namespaces/ml/pods/{pod}/log", _log_answer)
+        server.route("GET", "/api/v1/namespaces/ml/events", _events_answer)
+        server.route("GET", "/api/v1/namespaces/vision/events", _events_answer)
+        for namespace, name in (("ml", TRAIN), ("vision", "jobset-vit-9c1e0")):
+            server.route("PATCH", f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{namespace}/workloads/{name}",
+                         Answer(200, recorded("workload_patched.json")))
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "a",
+            "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+            "users": [{"name": "u", "user": {"token": "t0ken"}}],
+            "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}))
+        config = tmp_path / "slurm-attrib.yaml"
+        config.write_text(f"cluster: k8s-west\nrules_dir: {tmp_path / 'none'}\n"
+                          f"kubernetes:\n  enabled: true\n  kubeconfig: {kubeconfig}\n  annotate: true\n"
+                          "  retries: 0\n  timeout_s: 3\n"
+                          "watch:\n  connectors: [kubernetes]\n  lookback_s: 3600\n")
+        done = subprocess.run([sys.executable, "-m", "slurm_attrib.cli", "watch", "--config", str(config), "--source",
+                               "kueue", "--once", "--format", "json", "--no-state", "--now", UNTIL.isoformat()],
+                              capture_output=True, text=True, timeout=120)
+        patches = [r for r in server.requests if r.method == "PATCH"]
+    assert done.returncode == 0, done.stderr
+    verdicts = [json.loads(line) for line in done.stdout.splitlines()]
+    train = next(v for v in verdicts if v["job"]["job_id"] == f"ml/{TRAIN}")
+    assert (train["category"], train["culprit_nodes"], train["root_cause"]["node"]) == ("host_oom", [], "gpu-k02")
+    assert {c["connector"]: c["state"] for c in train["coverage"]}["kubernetes"] == "ok"
+    patched = {r.path.rsplit("/", 1)[1]: json.loads(r.body) for r in patches}
+    segment = patched[TRAIN]["metadata"]["annotations"][ANNOTATION]
+    assert segment.startswith("slurm-attrib/v1:st=attributed,cat=host_oom,")
+    assert [r.headers["Content-Type"] for r in patches] == ["application/merge-patch+json"] * len(patches)
+    assert {r.headers.get("Authorization") for r in server.requests} == {"Bearer t0ken"}
