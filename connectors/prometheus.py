@@ -103,15 +103,16 @@ class Finding:
 
     at: float
     gpu: GpuId
-    kind: str  # xid, increase, pre_existing, no_baseline, throttle_straggler
+    kind: str  # changed (an Xid), increase, pre_existing, no_baseline, throttle_straggler
+    signal: str  # the config key (ecc_dbe_volatile): rules match it, whatever the site names the metric
     metric: str
     text: str
 
     def line(self) -> str:
-        return f"{_iso(self.at)} promql {self.kind} {self.gpu.words()} {self.metric} {self.text}"
+        return f"{_iso(self.at)} promql {self.kind} {self.signal} {self.gpu.words()} {self.metric} {self.text}"
 
     def sort_key(self) -> tuple[GpuId, str, float, str]:
-        return (self.gpu, self.metric, self.at, self.kind)
+        return (self.gpu, self.signal, self.at, self.kind)
 
 
 # --- what to ask ------------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ def _xid_changes(baseline: Sample, inside: Sequence[Sample]) -> list[tuple[str, 
     previous = baseline
     for sample in inside:
         if sample[1] != previous[1] and sample[1] > 0 and sample[1].is_integer():
-            found.append(("xid", sample[0], f"changed {_num(previous[1])} -> {_num(sample[1])} in the job window: "
+            found.append(("changed", sample[0], f"changed {_num(previous[1])} -> {_num(sample[1])} in the job window: "
                           f"xid {_num(sample[1])} (previous sample {_iso(previous[0])})"))
         previous = sample
     if len(found) > MAX_XID_CHANGES:
@@ -405,9 +406,10 @@ class PrometheusSource:
             metric = metric_of[signal]
             if signal in COUNTER_SIGNALS:
                 judged = judge_counter(samples, start, end)
-                found += [Finding(judged[1], gpu, judged[0], metric, judged[2])] if judged else []
+                found += [Finding(judged[1], gpu, judged[0], signal, metric, judged[2])] if judged else []
             elif signal == "xid":
-                found += [Finding(at, gpu, kind, metric, text) for kind, at, text in judge_xid(samples, start, end)]
+                found += [Finding(at, gpu, kind, signal, metric, text)
+                          for kind, at, text in judge_xid(samples, start, end)]
             elif signal == "clock_throttle_reasons":
                 slowdown = judge_throttle(samples, start, end)
                 if slowdown is not None:
@@ -430,7 +432,8 @@ class PrometheusSource:
         text = (f"{reasons} (0x{slow.bits:x}) in {slow.slowed} of {slow.samples} job-window samples "
                 f"({round(100 * slow.fraction)}%) from {_iso(slow.first)}{at_start} until {_iso(slow.last)}; "
                 f"not slowed on {len(others)} other node(s) of the job: a straggler candidate")
-        return Finding(slow.first, gpu, "throttle_straggler", metric_of["clock_throttle_reasons"], text)
+        return Finding(slow.first, gpu, "throttle_straggler", "clock_throttle_reasons",
+                       metric_of["clock_throttle_reasons"], text)
 
     @staticmethod
     def _files(findings: list[Finding], bundle: BundleWriter, cap: int) -> tuple[list[str], int, int]:
