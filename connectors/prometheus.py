@@ -209,7 +209,7 @@ def judge_xid(samples: Sequence[Sample], start: float, end: float) -> list[tuple
     changes = _xid_changes(baseline, inside)
     if not changes and baseline[1] > 0:
         return [("pre_existing", start, f"was {_num(baseline[1])} before the job (the last Xid since the "
-                 "exporter started) and did not change in it")]
+                 "exporter started); no new Xid in it")]
     return changes
 
 
@@ -217,7 +217,7 @@ def _xid_changes(baseline: Sample, inside: Sequence[Sample]) -> list[tuple[str, 
     found: list[tuple[str, float, str]] = []
     previous = baseline
     for sample in inside:
-        if sample[1] != previous[1] and sample[1] > 0 and sample[1].is_integer():
+        if sample[1] != previous[1] and sample[1] > 0 and float(sample[1]).is_integer():
             found.append(("changed", sample[0], f"changed {_num(previous[1])} -> {_num(sample[1])} in the job window: "
                           f"xid {_num(sample[1])} (previous sample {_iso(previous[0])})"))
         previous = sample
