@@ -52,6 +52,7 @@ __all__ = [
 
 MAX_POINTS = 11_000  # Prometheus: "exceeded maximum resolution of 11,000 points per timeseries"
 MAX_CHUNKS = 8  # queries per metric before the step is raised instead
+MAX_SAMPLES = 2_000_000  # of one metric for all the job's GPUs (about 200 MB as Python tuples)
 MAX_XID_CHANGES = 20  # Xid lines per GPU: a flapping gauge is a handful of lines and a count
 BLANK = 9.2e18  # DCGM's "blank" values for unsupported fields (9223372036854775794 and neighbours)
 
@@ -241,6 +242,9 @@ class Slowdown:
         return self.slowed / self.samples if self.samples else 0.0
 
 
+_NOT_SLOWED = Slowdown(0, 0, 0, 0.0, 0.0)
+
+
 def judge_throttle(samples: Sequence[Sample], start: float, end: float) -> Optional[Slowdown]:
     inside = [s for s in samples if start <= s[0] <= end]
     slowed = [s for s in inside if int(s[1]) & SLOWDOWN_MASK]
@@ -279,9 +283,15 @@ def _at(samples: Sequence[Sample], at: float) -> Optional[float]:
 
 @dataclass
 class _Answer:
-    """What the queries returned: merged samples per (signal, GPU), notes, counts."""
+    """What the queries said so far. Each metric is judged as soon as its answer is in and its samples
+    are let go, so memory holds one metric's samples (at most :data:`MAX_SAMPLES`) and the findings;
+    temperature and power are kept only for the GPUs that were slowed (the straggler line quotes them)."""
 
-    series: dict[tuple[str, GpuId], list[Sample]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    slowdowns: dict[GpuId, Slowdown] = field(default_factory=dict)
+    readings: dict[tuple[str, GpuId], list[Sample]] = field(default_factory=dict)
+    gpu_series: int = 0
+    nodes: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     dropped_values: int = 0
     queries: list[str] = field(default_factory=list)
@@ -311,19 +321,21 @@ class PrometheusSource:
         except ConfigError as exc:
             return SourceCoverage(self.name, "error", f"configuration: {exc}")
         deadline = began + limits.seconds
-        start, end = _unix(window.start), _unix(window.end)
+        job = (_unix(window.start), _unix(window.end))
         step, ranges, plan_note = plan_ranges(_unix(window.since), _unix(window.until), self.settings.step_s)
         answer = _Answer(notes=[plan_note] if plan_note else [])
         try:
             for signal, metric in signals:
-                self._query(client, signal, metric, nodes, step, ranges, deadline, answer)
+                self._query(client, (signal, metric), nodes, (step, ranges, job), deadline, answer)
         except HttpFailure as exc:
-            return SourceCoverage(self.name, exc.state, str(exc), query=" ; ".join(answer.queries[:1]),
+            return SourceCoverage(self.name, exc.state, str(exc), query=answer.queries[-1],
                                   seconds=self.clock() - began)
         except _Refused as exc:
-            return SourceCoverage(self.name, "error", str(exc), query=" ; ".join(answer.queries[:1]),
+            return SourceCoverage(self.name, "error", str(exc), query=answer.queries[-1],
                                   seconds=self.clock() - began)
-        return self._write(answer, nodes, signals, start, end, step, bundle, limits, began)
+        for gpu in _stragglers(answer.slowdowns, self.settings.throttle_min_fraction):
+            answer.findings.append(self._straggler(gpu, answer, dict(signals)["clock_throttle_reasons"]))
+        return self._write(answer, nodes, step, bundle, limits, began)
 
     def _signals(self) -> list[tuple[str, str]]:
         """(config key, metric name) of every signal configured; the label names checked."""
@@ -340,20 +352,49 @@ class PrometheusSource:
                 raise ConfigError(f"metrics.{key}: {metric!r} is not a Prometheus metric name")
         return chosen
 
-    def _query(self, client: HttpClient, signal: str, metric: str, nodes: list[str], step: float,
-               ranges: list[tuple[float, float]], deadline: float, answer: _Answer) -> None:
+    def _query(self, client: HttpClient, wanted: tuple[str, str], nodes: list[str],
+               plan: tuple[float, list[tuple[float, float]], tuple[float, float]], deadline: float,
+               answer: _Answer) -> None:
+        """One metric over the plan's ranges at its step, merged per GPU and judged over the job's span."""
+        signal, metric = wanted
+        step, ranges, job = plan
         query = f'{metric}{{{self.settings.host_label}=~"{host_matcher(nodes)}"}}'
         answer.queries.append(query)
         raw: dict[tuple[GpuId, str], list[Sample]] = {}
-        for start, end in ranges:
-            params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        for first, last in ranges:
+            params = {"query": query, "start": f"{first:.3f}", "end": f"{last:.3f}", "step": f"{step:g}"}
             data = _matrix(client.get("/api/v1/query_range", params, deadline=deadline).json(), query)
             for warning in data.get("warnings", ()):
                 answer.notes.append(f"{metric}: prometheus warns: {str(warning)[:200]}")
             for series in data["result"]:
                 self._take(series, nodes, raw, answer)
-        for gpu, samples in _merge(raw).items():
-            answer.series[(signal, gpu)] = samples
+            if sum(len(samples) for samples in raw.values()) > MAX_SAMPLES:
+                raise _Refused(f"{metric}: more than {MAX_SAMPLES} samples for the job's GPUs; raise "
+                               "prometheus.step_s or shorten the margins")
+        merged = _merge(raw)
+        del raw
+        answer.gpu_series += len(merged)
+        answer.nodes.update(gpu.node for gpu in merged)
+        self._judge(signal, metric, merged, job, answer)
+
+    @staticmethod
+    def _judge(signal: str, metric: str, merged: Mapping[GpuId, list[Sample]], job: tuple[float, float],
+               answer: _Answer) -> None:
+        start, end = job
+        for gpu, samples in sorted(merged.items()):
+            if signal in COUNTER_SIGNALS:
+                judged = judge_counter(samples, start, end)
+                answer.findings += [Finding(judged[1], gpu, judged[0], signal, metric, judged[2])] if judged else []
+            elif signal == "xid":
+                answer.findings += [Finding(at, gpu, kind, signal, metric, text)
+                                    for kind, at, text in judge_xid(samples, start, end)]
+            elif signal == "clock_throttle_reasons":
+                slowdown = judge_throttle(samples, start, end)
+                if slowdown is not None:
+                    answer.slowdowns[gpu] = slowdown
+            elif signal in ("gpu_temp", "power_usage") and answer.slowdowns.get(gpu, _NOT_SLOWED).slowed:
+                # asked after clock_throttle_reasons (PrometheusMetrics' field order), so the slowed GPUs are known
+                answer.readings[(signal, gpu)] = [s for s in samples if start <= s[0] <= end]
 
     def _take(self, series: Any, nodes: list[str], raw: dict[tuple[GpuId, str], list[Sample]],
               answer: _Answer) -> None:
@@ -374,11 +415,10 @@ class PrometheusSource:
             else:
                 samples.append(sample)
 
-    def _write(self, answer: _Answer, nodes: list[str], signals: list[tuple[str, str]], start: float, end: float,
-               step: float, bundle: BundleWriter, limits: Limits, began: float) -> SourceCoverage:
-        metric_of = dict(signals)
-        findings = self._findings(answer, metric_of, start, end)
-        seen_nodes = {gpu.node for _, gpu in answer.series}
+    def _write(self, answer: _Answer, nodes: list[str], step: float, bundle: BundleWriter, limits: Limits,
+               began: float) -> SourceCoverage:
+        findings = sorted(answer.findings, key=Finding.sort_key)
+        seen_nodes = answer.nodes
         notes = list(answer.notes)
         if answer.dropped_values:
             notes.append(f"{answer.dropped_values} sample(s) NaN, infinite or DCGM's blank value: left out")
@@ -387,53 +427,33 @@ class PrometheusSource:
             notes.append(f"no series for {', '.join(missing[:20])} (label {self.settings.host_label})")
         query = " ; ".join(answer.queries)
         seconds = self.clock() - began
-        if not answer.series:
+        if not answer.gpu_series:
             return SourceCoverage(self.name, "empty", f"no series for the job's nodes (label "
                                   f"{self.settings.host_label}) in the window", query=query, seconds=seconds,
                                   notes=tuple(notes))
         files, written, cut = self._files(findings, bundle, limits.max_bytes)
         if cut:
             notes.append(f"{cut} finding line(s) past the {limits.max_bytes}-byte cap left out")
-        reason = (f"{len(answer.series)} series on {len(seen_nodes)} of {len(nodes)} node(s) at step {step:g} s; "
+        reason = (f"{answer.gpu_series} series on {len(seen_nodes)} of {len(nodes)} node(s) at step {step:g} s; "
                   f"{len(findings)} finding(s)")
         return SourceCoverage(self.name, "ok", reason, files=tuple(files), bytes=written, seconds=self.clock() - began,
                               query=query, truncated=bool(cut), notes=tuple(notes))
 
-    def _findings(self, answer: _Answer, metric_of: Mapping[str, str], start: float, end: float) -> list[Finding]:
-        found: list[Finding] = []
-        slowdowns: dict[GpuId, Slowdown] = {}
-        for (signal, gpu), samples in sorted(answer.series.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            metric = metric_of[signal]
-            if signal in COUNTER_SIGNALS:
-                judged = judge_counter(samples, start, end)
-                found += [Finding(judged[1], gpu, judged[0], signal, metric, judged[2])] if judged else []
-            elif signal == "xid":
-                found += [Finding(at, gpu, kind, signal, metric, text)
-                          for kind, at, text in judge_xid(samples, start, end)]
-            elif signal == "clock_throttle_reasons":
-                slowdown = judge_throttle(samples, start, end)
-                if slowdown is not None:
-                    slowdowns[gpu] = slowdown
-        for gpu in _stragglers(slowdowns, self.settings.throttle_min_fraction):
-            found.append(self._straggler(gpu, slowdowns, answer, metric_of))
-        return sorted(found, key=Finding.sort_key)
-
-    def _straggler(self, gpu: GpuId, slowdowns: Mapping[GpuId, Slowdown], answer: _Answer,
-                   metric_of: Mapping[str, str]) -> Finding:
-        slow = slowdowns[gpu]
+    @staticmethod
+    def _straggler(gpu: GpuId, answer: _Answer, metric: str) -> Finding:
+        slow = answer.slowdowns[gpu]
         reasons = ",".join(name for bit, name in sorted(SLOWDOWN_BITS.items()) if slow.bits & bit)
-        others = sorted({g.node for g, s in slowdowns.items() if g.node != gpu.node and not s.slowed})
+        others = sorted({g.node for g, s in answer.slowdowns.items() if g.node != gpu.node and not s.slowed})
         readings = []
         for signal, word, unit in (("gpu_temp", "temp", "C"), ("power_usage", "power", "W")):
-            value = _at(answer.series.get((signal, gpu), []), slow.first)
+            value = _at(answer.readings.get((signal, gpu), []), slow.first)
             if value is not None:
                 readings.append(f"{word}={_num(round(value, 1))} {unit}")
         at_start = f" ({', '.join(readings)} then)" if readings else ""
         text = (f"{reasons} (0x{slow.bits:x}) in {slow.slowed} of {slow.samples} job-window samples "
                 f"({round(100 * slow.fraction)}%) from {_iso(slow.first)}{at_start} until {_iso(slow.last)}; "
                 f"not slowed on {len(others)} other node(s) of the job: a straggler candidate")
-        return Finding(slow.first, gpu, "throttle_straggler", "clock_throttle_reasons",
-                       metric_of["clock_throttle_reasons"], text)
+        return Finding(slow.first, gpu, "throttle_straggler", "clock_throttle_reasons", metric, text)
 
     @staticmethod
     def _files(findings: list[Finding], bundle: BundleWriter, cap: int) -> tuple[list[str], int, int]:

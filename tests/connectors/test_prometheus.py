@@ -164,6 +164,19 @@ def test_the_bytes_written_stay_under_the_cap(prom: PromServer) -> None:
     assert coverage.truncated and any("past the 600-byte cap" in note for note in coverage.notes)
 
 
+def test_more_samples_than_the_budget_is_an_error_that_says_what_to_change(
+        prom: PromServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from slurm_attrib.connectors import prometheus
+
+    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 1000)  # JOB_A: 6 GPUs x 145 steps = 870 per metric
+    assert _collect(prom.url, JOB_A)[0].state == "ok"
+    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 800)
+    coverage, files = _collect(prom.url, JOB_A)
+    assert (coverage.state, files) == ("error", {})
+    assert "more than 800 samples" in coverage.reason and "prometheus.step_s" in coverage.reason
+    assert coverage.query.startswith("DCGM_FI_DEV_XID_ERRORS{Hostname=~")
+
+
 def test_a_label_other_than_the_default_host_label(prom: PromServer) -> None:
     """dcgm-exporter renamed Hostname to hostname in 2026: with the wrong one nothing matches (empty)."""
     coverage, _ = _collect(prom.url, JOB_A, host_label="hostname")
