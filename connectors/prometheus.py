@@ -338,13 +338,15 @@ class PrometheusSource:
         return self._write(answer, nodes, step, bundle, limits, began)
 
     def _signals(self) -> list[tuple[str, str]]:
-        """(config key, metric name) of every signal configured; the label names checked."""
+        """(config key, metric name) of every signal configured; the label names and the step checked."""
         for label in (self.settings.host_label, self.settings.gpu_label, self.settings.uuid_label,
                       self.settings.pci_label):
             if label and not _LABEL_NAME.match(label):
                 raise ConfigError(f"{label!r} is not a Prometheus label name")
         if not _LABEL_NAME.match(self.settings.host_label):
             raise ConfigError("host_label is required")
+        if not (math.isfinite(self.settings.step_s) and self.settings.step_s > 0):
+            raise ConfigError(f"step_s must be a positive number of seconds, not {self.settings.step_s!r}")
         metrics = self.settings.metrics
         chosen = [(f.name, str(getattr(metrics, f.name))) for f in fields(metrics) if getattr(metrics, f.name)]
         for key, metric in chosen:

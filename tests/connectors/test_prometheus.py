@@ -280,6 +280,16 @@ def test_no_url_is_skipped_and_no_node_is_skipped() -> None:
     assert coverage.state == "skipped"
 
 
+@pytest.mark.parametrize("settings", [{"step_s": 0.0}, {"step_s": float("nan")}, {"host_label": "host name"},
+                                      {"gpu_label": "gpu}"}, {"metrics": PrometheusMetrics(xid="DCGM XID")}])
+def test_a_bad_configuration_is_an_error_line_and_no_request(settings: dict[str, Any]) -> None:
+    with replay_server() as server:
+        server.route("GET", QUERY_RANGE, Answer(200, _matrix()))
+        coverage, files = _replayed(server.url, **settings)
+        assert (coverage.state, files, server.requests) == ("error", {}, [])
+    assert coverage.reason.startswith("configuration: ")
+
+
 def test_warnings_nan_infinity_and_dcgm_blank_values() -> None:
     values = [*RISE[:2], (at(10, 5, 30).timestamp(), "NaN"), (at(10, 5, 45).timestamp(), "+Inf"),
               (at(10, 5, 50).timestamp(), "9223372036854775794"), *RISE[2:]]
