@@ -14,6 +14,7 @@ from ...nvidia.assess import assess_xid
 from ...nvidia.parse import XidEvent, normalise_pci
 from ...scan import Line
 from ..context import EngineContext
+from ..params import str_list
 from ..registry import decoder
 
 # A straggler fits a GPU slowed by heat or power, and a job that hung or waited on its own: alone it makes
@@ -63,9 +64,20 @@ def decode_promql_straggler(ctx: EngineContext, sym: Symptom, line: Line, extra:
     last slowed sample, so a stronger fault inside the span leads), and alone it carries both readings."""
     if not _identify(sym):
         return False
+    if _did_not_fail(ctx):
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("the job did not fail: a slowdown it lived through explains nothing")
     until = sym.fields.pop("until", None)
     if isinstance(until, str):
         sym.fields["time_inferred"] = "a slowdown over a span of samples"
         sym.fields["time_upper"] = until
     sym.fields["readings"] = list(STRAGGLER_READINGS)
     return True
+
+
+def _did_not_fail(ctx: EngineContext) -> bool:
+    """The job ended in a success state with exit 0 (final.root_cause's ``params.success_states``)."""
+    owner = ctx.ruleset.get("final.root_cause")
+    states = str_list(owner, "success_states") if owner is not None else ("COMPLETED",)
+    job = ctx.job
+    return job.state in states and job.exit_code in ("0:0", "0") and job.derived_exit_code in ("0:0", "0")
