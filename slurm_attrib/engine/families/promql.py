@@ -13,6 +13,7 @@ from ...model import Symptom
 from ...nvidia.assess import assess_xid
 from ...nvidia.parse import XidEvent, normalise_pci
 from ...scan import Line
+from ...timestamps import format_utc, parse_iso
 from ..context import EngineContext
 from ..params import str_list
 from ..registry import decoder
@@ -34,9 +35,23 @@ def _identify(sym: Symptom) -> bool:
     return True
 
 
+def _between_samples(sym: Symptom) -> None:
+    """A change first seen at one sample happened after the previous one: the symptom's time is that
+    lower bound and ``time_upper`` the sample (the engine's convention for a line stamped only by its
+    neighbours), so a CUDA error logged between the two samples can be explained by the fault."""
+    since = sym.fields.pop("since", None)
+    earliest = parse_iso(since) if isinstance(since, str) else None
+    if earliest is None or sym.time is None or earliest >= sym.time:
+        return
+    sym.fields["time_inferred"] = "between two samples"
+    sym.fields["time_upper"] = format_utc(sym.time)
+    sym.time = earliest
+
+
 @decoder("promql_gpu")
 def decode_promql_gpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Name the GPU of a Prometheus finding."""
+    """Name the GPU of a Prometheus finding; a change is placed between its two samples."""
+    _between_samples(sym)
     return _identify(sym)
 
 
@@ -47,6 +62,7 @@ def decode_promql_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[
     code = sym.fields.get("code")
     if not isinstance(code, int) or code <= 0 or not _identify(sym):
         return False
+    _between_samples(sym)
     event = XidEvent(pci=sym.gpu or "", code=code, gpu_instance=None, compute_instance=None, pid=None,
                      process=None, message="")
     facts = ctx.bundle.facts_for(sym.node)
@@ -54,7 +70,7 @@ def decode_promql_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[
     sym.role, sym.category, sym.responsible = assessment.role, assessment.category, assessment.responsible
     sym.strength, sym.actions = assessment.strength, assessment.actions
     sym.summary = f"prometheus: {assessment.summary} (DCGM_FI_DEV_XID_ERRORS; first seen at this sample)"
-    sym.notes.append("from dcgm-exporter's last-Xid gauge: the code only, stamped at the first sample showing it")
+    sym.notes.append("from dcgm-exporter's last-Xid gauge: the code only, after the sample before the one showing it")
     return True
 
 
