@@ -23,16 +23,15 @@ from ..registry import decoder
 STRAGGLER_READINGS = ("gpu_hardware", "application")
 
 
-def _identify(sym: Symptom) -> bool:
-    """The GPU from the line's ``pci`` group (normalised as the kernel's Xid lines are); False when the
-    line names a PCI address that is not one."""
+def _identify(sym: Symptom) -> None:
+    """The GPU from the line's ``pci`` group, normalised as the kernel's Xid lines are. A label that is
+    no PCI address leaves the GPU unnamed (the symptom stays, on its node)."""
     pci = sym.fields.get("pci")
     if isinstance(pci, str):
         try:
             sym.gpu = sym.fields["pci"] = normalise_pci(pci)
         except ValueError:
-            return False
-    return True
+            sym.notes.append(f"pci label {pci[:40]!r} is not a PCI address")
 
 
 def _between_samples(sym: Symptom) -> None:
@@ -52,7 +51,8 @@ def _between_samples(sym: Symptom) -> None:
 def decode_promql_gpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Name the GPU of a Prometheus finding; a change is placed between its two samples."""
     _between_samples(sym)
-    return _identify(sym)
+    _identify(sym)
+    return True
 
 
 @decoder("promql_xid")
@@ -60,8 +60,9 @@ def decode_promql_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[
     """An Xid code from dcgm-exporter's gauge, assessed like a kernel Xid of that code. The gauge holds
     the code only, so payload decodes (Xid 74 registers, 144-150 IntrInfo) cannot run."""
     code = sym.fields.get("code")
-    if not isinstance(code, int) or code <= 0 or not _identify(sym):
+    if not isinstance(code, int) or code <= 0:
         return False
+    _identify(sym)
     _between_samples(sym)
     event = XidEvent(pci=sym.gpu or "", code=code, gpu_instance=None, compute_instance=None, pid=None,
                      process=None, message="")
@@ -78,8 +79,7 @@ def decode_promql_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[
 def decode_promql_straggler(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A GPU slowed by hardware over a span: its time is that span, not one event (``time_upper`` is the
     last slowed sample, so a stronger fault inside the span leads), and alone it carries both readings."""
-    if not _identify(sym):
-        return False
+    _identify(sym)
     if _did_not_fail(ctx):
         sym.role, sym.strength = "context", 0
         sym.notes.append("the job did not fail: a slowdown it lived through explains nothing")
