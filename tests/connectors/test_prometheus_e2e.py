@@ -1,11 +1,16 @@
 """From a real Prometheus to a verdict: the connector's files, a job.yaml and the job's own log (NCCL
-watchdog timeouts on every rank) make a bundle, and the engine judges it."""
+watchdog timeouts on every rank) make a bundle, and the engine judges it. The bundles under
+``promql_golden/`` were made the same way and then completed by hand (a kernel log, a CUDA error); they
+run without Prometheus. They live here, not in tests/golden, whose cases also feed the store's reviewed
+outputs (tests/store/expected)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,6 +24,8 @@ from slurm_attrib.model import Diagnosis
 from . import promserver
 from .promserver import NODES, PromServer, at
 
+CASES_DIR = Path(__file__).parent / "promql_golden"
+CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "expect.yaml").is_file())
 RANKS = {rank: NODES[rank // 2] for rank in range(2 * len(NODES))}  # two ranks per node
 
 
@@ -91,3 +98,22 @@ def test_a_slowed_gpu_alone_makes_the_verdict_ambiguous_not_a_hardware_blame(
     assert diag.culprit_nodes == [] and diag.responsible != "infrastructure"
     assert {c.kind for c in diag.candidates} == {"promql_throttle_straggler"}
     assert {c.category for c in diag.candidates} == {"gpu_hardware", "application"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_promql_golden_verdict(engine: Engine, case: str) -> None:
+    expect: dict[str, Any] = yaml.safe_load((CASES_DIR / case / "expect.yaml").read_text())
+    diag = engine.diagnose(CASES_DIR / case / "bundle")
+    assert (diag.status, diag.category, diag.responsible) == (
+        expect["status"], expect["category"], expect["responsible"]), diag.summary
+    assert sorted(diag.culprit_nodes) == sorted(expect["culprit_nodes"]), diag.summary
+    root = diag.root_cause
+    assert root is not None and root.evidence[0].raw
+    assert (root.kind, root.node, root.gpu) == (expect["root_kind"], expect["root_node"], expect["root_gpu"])
+    assert len(diag.supporting) >= expect["supporting_min"], [s.summary for s in diag.supporting]
+    again = engine.diagnose(CASES_DIR / case / "bundle")
+    assert json.dumps(again.to_dict(), sort_keys=True) == json.dumps(diag.to_dict(), sort_keys=True)
+
+
+def test_there_are_promql_golden_cases() -> None:
+    assert len(CASES) == 4
