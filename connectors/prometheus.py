@@ -13,8 +13,9 @@ words an admin reads in a verdict (docs/bundle.md):
 - a GPU whose clocks were slowed by hardware (slowdown, thermal, power brake) for a part of the window
   while the GPUs of the job's other nodes were not: a straggler, never a root cause on its own.
 
-Prometheus refuses more than 11,000 points per series; a longer window is split into several queries,
-and past :data:`MAX_CHUNKS` the step is raised; the coverage says which. Series that appear mid-window
+Prometheus refuses more than 11,000 points per series, an answer is capped at ``max_bytes`` and one
+metric's samples are held until judged: a long window or a large job splits the range into several
+queries or raises the step (:func:`plan_ranges`), and the coverage says which. Series that appear mid-window
 (a new label set, e.g. dcgm-exporter's ``err_code`` label following the Xid value) are merged per GPU;
 counter resets, NaN, infinities and DCGM's "blank" sentinel are handled. The connector reads no clock
 but the injected monotonic one (for its deadline): the window decides everything else.
@@ -53,6 +54,8 @@ __all__ = [
 MAX_POINTS = 11_000  # Prometheus: "exceeded maximum resolution of 11,000 points per timeseries"
 MAX_CHUNKS = 8  # queries per metric before the step is raised instead
 MAX_SAMPLES = 2_000_000  # of one metric for all the job's GPUs (about 200 MB as Python tuples)
+BYTES_PER_SAMPLE = 32  # in query_range's JSON: [1763632800,"79"], is 18-24 bytes (measured); kept generous
+GPUS_PER_NODE = 8  # how many series a node is assumed to have when the ranges are planned
 MAX_XID_CHANGES = 20  # Xid lines per GPU: a flapping gauge is a handful of lines and a count
 BLANK = 9.2e18  # DCGM's "blank" values for unsupported fields (9223372036854775794 and neighbours)
 
@@ -127,27 +130,35 @@ def host_matcher(nodes: Iterable[str]) -> str:
     return pattern.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def plan_ranges(since: float, until: float, step: float) -> tuple[float, list[tuple[float, float]], str]:
-    """The step and the [start, end] ranges that cover [since, until] within Prometheus's 11,000 points
-    per series, and a note when the range had to be split or the step raised ("" when neither)."""
+def plan_ranges(since: float, until: float, step: float, series: int = 1,
+                max_bytes: int = 16 << 20) -> tuple[float, list[tuple[float, float]], str]:
+    """The step and the [start, end] ranges that cover [since, until] for about ``series`` series, and a
+    note when the step had to be raised or the range split ("" when neither).
+
+    One metric's samples for all series stay under :data:`MAX_SAMPLES` (they are held until judged):
+    past it the step is raised. One answer stays under Prometheus's 11,000 points per series and under
+    ``max_bytes`` (at :data:`BYTES_PER_SAMPLE`): past them the range is split, into at most
+    :data:`MAX_CHUNKS` queries, and past that the step is raised again."""
     span = max(0.0, until - since)
-    per_query = (MAX_POINTS - 1) * step
-    if span <= per_query:
-        return step, [(since, until)], ""
-    chunks = math.ceil(span / per_query)
-    note = f"the window holds {int(span // step) + 1} points per series at step {step:g} s"
-    if chunks > MAX_CHUNKS:
-        raised = float(math.ceil(span / (MAX_CHUNKS * (MAX_POINTS - 1))))
-        note += f"; step raised to {raised:g} s"
-        step, per_query = raised, (MAX_POINTS - 1) * raised
-        chunks = math.ceil(span / per_query)
-    ranges: list[tuple[float, float]] = []
-    start = since
-    while start <= until:
-        end = min(until, start + per_query)
-        ranges.append((start, end))
-        start = end + step
-    return step, ranges, f"{note}; split into {len(ranges)} queries per metric"
+    series = max(1, series)
+    notes: list[str] = []
+    most = max(2, MAX_SAMPLES // series)
+    if span / step + 1 > most:
+        step = float(math.ceil(span / (most - 1)))
+        notes.append(f"step raised to {step:g} s to hold {series} series within {MAX_SAMPLES} samples")
+    per_answer = max(2, min(MAX_POINTS, max_bytes // BYTES_PER_SAMPLE // series))
+    if span > MAX_CHUNKS * (per_answer - 1) * step:
+        step = float(math.ceil(span / (MAX_CHUNKS * (per_answer - 1))))
+        notes.append(f"step raised to {step:g} s to need at most {MAX_CHUNKS} queries per metric")
+    per_query = (per_answer - 1) * step
+    ranges = [(since, min(until, since + per_query))]
+    while ranges[-1][1] < until:
+        start = ranges[-1][1] + step
+        ranges.append((start, min(until, start + per_query)))
+    if len(ranges) > 1:
+        notes.append(f"split into {len(ranges)} queries per metric of at most {per_answer} points per series "
+                     "(Prometheus's 11,000 and the answer's byte cap)")
+    return step, ranges, "; ".join(notes)
 
 
 # --- what the samples say ---------------------------------------------------------------------------
@@ -322,7 +333,8 @@ class PrometheusSource:
             return SourceCoverage(self.name, "error", f"configuration: {exc}")
         deadline = began + limits.seconds
         job = (_unix(window.start), _unix(window.end))
-        step, ranges, plan_note = plan_ranges(_unix(window.since), _unix(window.until), self.settings.step_s)
+        step, ranges, plan_note = plan_ranges(_unix(window.since), _unix(window.until), self.settings.step_s,
+                                              len(nodes) * GPUS_PER_NODE, self.settings.max_bytes)
         answer = _Answer(notes=[plan_note] if plan_note else [])
         try:
             for signal, metric in signals:

@@ -3,7 +3,6 @@ and, for the faults a healthy server does not make, against the replay server.""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -16,7 +15,10 @@ from slurm_attrib.config import HttpConfig, PrometheusConfig, PrometheusMetrics
 from slurm_attrib.connectors.base import Limits, MemoryBundle, SourceCoverage, Window, Workload, collect_bounded
 from slurm_attrib.connectors.http import HttpClient
 from slurm_attrib.connectors.prometheus import (
+    BYTES_PER_SAMPLE,
+    MAX_CHUNKS,
     MAX_POINTS,
+    MAX_SAMPLES,
     PrometheusSource,
     host_matcher,
     judge_counter,
@@ -164,16 +166,19 @@ def test_the_bytes_written_stay_under_the_cap(prom: PromServer) -> None:
     assert coverage.truncated and any("past the 600-byte cap" in note for note in coverage.notes)
 
 
-def test_more_samples_than_the_budget_is_an_error_that_says_what_to_change(
+def test_more_samples_than_planned_is_an_error_that_says_what_to_change(
         prom: PromServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan assumes GPUS_PER_NODE series a node; nodes with more (or label churn) can still pass the
+    sample budget, and then the source stops rather than hold them."""
     from slurm_attrib.connectors import prometheus
 
-    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 1000)  # JOB_A: 6 GPUs x 145 steps = 870 per metric
-    assert _collect(prom.url, JOB_A)[0].state == "ok"
-    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 800)
+    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 1000)  # planned for 24 series: 41 points each
+    coverage, _ = _collect(prom.url, JOB_A)
+    assert coverage.state == "ok" and "step raised to 54 s" in coverage.notes[0], coverage.notes
+    monkeypatch.setattr(prometheus, "GPUS_PER_NODE", 1)  # planned for 3 series (333 points): 6 x 333 > 1000
     coverage, files = _collect(prom.url, JOB_A)
     assert (coverage.state, files) == ("error", {})
-    assert "more than 800 samples" in coverage.reason and "prometheus.step_s" in coverage.reason
+    assert "more than 1000 samples" in coverage.reason and "prometheus.step_s" in coverage.reason
     assert coverage.query.startswith("DCGM_FI_DEV_XID_ERRORS{Hostname=~")
 
 
@@ -341,15 +346,24 @@ def test_judge_xid() -> None:
     assert judge_xid([(1200, 13)], START, END)[0][0] == "no_baseline"
 
 
+def _fits(step: float, ranges: list[tuple[float, float]], series: int, max_bytes: int) -> bool:
+    points = [round((end - start) / step) + 1 for start, end in ranges]
+    return (all(p <= MAX_POINTS and p * series * BYTES_PER_SAMPLE <= max_bytes for p in points)
+            and sum(points) * series <= MAX_SAMPLES and len(ranges) <= MAX_CHUNKS
+            and all(b[0] == a[1] + step for a, b in zip(ranges, ranges[1:])))
+
+
 def test_plan_ranges() -> None:
     assert plan_ranges(0, 3600, 15) == (15, [(0, 3600)], "")
-    step, ranges, note = plan_ranges(0, 20_000, 1)
-    assert step == 1 and len(ranges) == 2 and ranges[1][0] == ranges[0][1] + 1 and ranges[-1][1] == 20_000
-    assert all((end - start) / step + 1 <= MAX_POINTS for start, end in ranges)
-    step, ranges, note = plan_ranges(0, 30 * 86400, 15)  # a month at 15 s
-    assert step > 15 and "step raised" in note
-    assert all((end - start) / step + 1 <= MAX_POINTS for start, end in ranges)
-    assert math.isclose(ranges[-1][1], 30 * 86400)
+    step, ranges, note = plan_ranges(0, 20_000, 1)  # past 11,000 points: two queries at the same step
+    assert (step, ranges) == (1, [(0, 10_999), (11_000, 20_000)]) and "split into 2 queries" in note
+    step, ranges, note = plan_ranges(0, 30 * 86400, 15)  # a month at 15 s: past 8 queries, the step rises
+    assert step == 30 and len(ranges) == 8 and ranges[-1][1] == 30 * 86400 and _fits(step, ranges, 1, 16 << 20)
+    big = (0, 86400 + 360, 15, 64 * 8, 16 << 20)  # 64 nodes for a day with its margins
+    step, ranges, note = plan_ranges(*big)
+    assert step == 23 and len(ranges) == 4 and _fits(step, ranges, 64 * 8, 16 << 20), note
+    step, ranges, note = plan_ranges(0, 86400, 15, 24, 64 << 10)  # a tiny answer cap: few points each
+    assert len(ranges) <= MAX_CHUNKS and _fits(step, ranges, 24, 64 << 10) and "step raised" in note
 
 
 def test_windows_without_a_zone_are_utc() -> None:
