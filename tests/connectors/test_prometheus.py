@@ -172,13 +172,13 @@ def test_more_samples_than_planned_is_an_error_that_says_what_to_change(
     sample budget, and then the source stops rather than hold them."""
     from slurm_attrib.connectors import prometheus
 
-    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 1000)  # planned for 24 series: 41 points each
+    monkeypatch.setattr(prometheus, "MAX_SAMPLES", 500)  # planned for 24 series: 20 points each
     coverage, _ = _collect(prom.url, JOB_A)
-    assert coverage.state == "ok" and "step raised to 54 s" in coverage.notes[0], coverage.notes
-    monkeypatch.setattr(prometheus, "GPUS_PER_NODE", 1)  # planned for 3 series (333 points): 6 x 333 > 1000
+    assert coverage.state == "ok" and "step raised to 114 s" in coverage.notes[0], coverage.notes
+    monkeypatch.setattr(prometheus, "GPUS_PER_NODE", 1)  # planned for 3: 145 points at 15 s, 6 GPUs have 870
     coverage, files = _collect(prom.url, JOB_A)
     assert (coverage.state, files) == ("error", {})
-    assert "more than 1000 samples" in coverage.reason and "prometheus.step_s" in coverage.reason
+    assert "more than 500 samples" in coverage.reason and "prometheus.step_s" in coverage.reason
     assert coverage.query.startswith("DCGM_FI_DEV_XID_ERRORS{Hostname=~")
 
 
