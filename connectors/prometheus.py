@@ -421,13 +421,10 @@ class PrometheusSource:
         gpu = GpuId.of(node, *(_clean(labels.get(key, "")) for key in (
             self.settings.gpu_label, self.settings.uuid_label, self.settings.pci_label)))
         key = (gpu, repr(sorted((str(k), str(v)) for k, v in labels.items())))
-        samples = raw.setdefault(key, [])
-        for pair in series.get("values") or ():
-            sample = _sample(pair)
-            if sample is None:
-                answer.dropped_values += 1
-            else:
-                samples.append(sample)
+        values = series.get("values")
+        kept = _samples(values if isinstance(values, list) else [])
+        answer.dropped_values += (len(values) if isinstance(values, list) else 0) - len(kept)
+        raw.setdefault(key, []).extend(kept)
 
     def _write(self, answer: _Answer, nodes: list[str], step: float, bundle: BundleWriter, limits: Limits,
                began: float) -> SourceCoverage:
@@ -526,6 +523,17 @@ def _merge(raw: Mapping[tuple[GpuId, str], list[Sample]]) -> dict[GpuId, list[Sa
             values.update(samples)
         merged[gpu] = sorted(values.items())
     return merged
+
+
+def _samples(values: list[Any]) -> list[Sample]:
+    """The usable samples of one series' ``values``: converted in one pass when every pair is well formed
+    (the answer of a healthy Prometheus; this is where a large job's time goes), else pair by pair."""
+    try:
+        pairs = [(float(when), float(value)) for when, value in values]
+    except (TypeError, ValueError):
+        return [sample for sample in map(_sample, values) if sample is not None]
+    return [(when, value) for when, value in pairs
+            if math.isfinite(when) and math.isfinite(value) and abs(value) < BLANK]
 
 
 def _sample(pair: Any) -> Optional[Sample]:
