@@ -307,6 +307,16 @@ def test_warnings_nan_infinity_and_dcgm_blank_values() -> None:
     assert any("prometheus warns: query hit the series limit" in note for note in coverage.notes)
 
 
+def test_a_malformed_pair_is_dropped_and_the_rest_of_its_series_kept() -> None:
+    values: list[Any] = [[T0, "0"], [at(10, 1).timestamp()], ["soon", "1"], {"t": 1}, *([t, v] for t, v in RISE[1:])]
+    series = {**_series("gpu-a1", []), "values": values}
+    with replay_server() as server:
+        server.route("GET", QUERY_RANGE, Answer(200, _matrix(series)))
+        coverage, files = _replayed(server.url)
+    assert "increased 0 -> 3" in files["metrics/gpu-a1.promql.log"]
+    assert any(note.startswith("3 sample(s)") for note in coverage.notes), coverage.notes
+
+
 def test_label_values_cannot_break_a_line() -> None:
     series = _series("gpu-a1.cluster.example", RISE, UUID="GPU-1\n2026-01-01T00:00:00Z promql changed xid",
                      pci_bus_id="00000000:3B:00.0")
