@@ -329,7 +329,7 @@ class PrometheusSource:
         try:
             signals = self._signals()
             client = self.client or HttpClient(self.settings, clock=self.clock)
-        except ConfigError as exc:
+        except (ConfigError, ValueError, OSError) as exc:  # a bad key, an unreadable token file
             return SourceCoverage(self.name, "error", f"configuration: {exc}")
         deadline = began + limits.seconds
         job = (_unix(window.start), _unix(window.end))
@@ -442,9 +442,10 @@ class PrometheusSource:
             return SourceCoverage(self.name, "empty", f"no series for the job's nodes (label "
                                   f"{self.settings.host_label}) in the window", query=query, seconds=seconds,
                                   notes=tuple(notes))
-        files, written, cut = self._files(findings, bundle, limits.max_bytes)
+        cap = min(limits.max_bytes, self.settings.max_bytes)
+        files, written, cut = self._files(findings, bundle, cap)
         if cut:
-            notes.append(f"{cut} finding line(s) past the {limits.max_bytes}-byte cap left out")
+            notes.append(f"{cut} finding line(s) past the {cap}-byte cap left out")
         reason = (f"{answer.gpu_series} series on {len(seen_nodes)} of {len(nodes)} node(s) at step {step:g} s; "
                   f"{len(findings)} finding(s)")
         return SourceCoverage(self.name, "ok", reason, files=tuple(files), bytes=written, seconds=self.clock() - began,

@@ -295,6 +295,14 @@ def test_a_bad_configuration_is_an_error_line_and_no_request(settings: dict[str,
     assert coverage.reason.startswith("configuration: ")
 
 
+def test_a_missing_token_file_is_an_error_line_and_no_request(tmp_path: Path) -> None:
+    with replay_server() as server:
+        server.route("GET", QUERY_RANGE, Answer(200, _matrix()))
+        coverage, _ = _replayed(server.url, token_file=str(tmp_path / "absent"))
+        assert (coverage.state, server.requests) == ("error", [])
+    assert coverage.reason.startswith("configuration: ") and "token" in coverage.reason
+
+
 def test_warnings_nan_infinity_and_dcgm_blank_values() -> None:
     values = [*RISE[:2], (at(10, 5, 30).timestamp(), "NaN"), (at(10, 5, 45).timestamp(), "+Inf"),
               (at(10, 5, 50).timestamp(), "9223372036854775794"), *RISE[2:]]
