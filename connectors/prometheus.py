@@ -56,7 +56,7 @@ MAX_CHUNKS = 8  # queries per metric before the step is raised instead
 MAX_SAMPLES = 2_000_000  # of one metric for all the job's GPUs (about 200 MB as Python tuples)
 BYTES_PER_SAMPLE = 32  # in query_range's JSON: [1763632800,"79"], is 18-24 bytes (measured); kept generous
 GPUS_PER_NODE = 8  # how many series a node is assumed to have when the ranges are planned
-MAX_XID_CHANGES = 20  # Xid lines per GPU: a flapping gauge is a handful of lines and a count
+MAX_XID_CHANGES = 20  # Xid lines per GPU: a gauge that flaps is cut there
 BLANK = 9.2e18  # DCGM's "blank" values for unsupported fields (9223372036854775794 and neighbours)
 
 # The error counters whose increase inside the window is evidence (config key -> what the line calls it).
@@ -233,9 +233,7 @@ def _xid_changes(baseline: Sample, inside: Sequence[Sample]) -> list[tuple[str, 
             found.append(("changed", sample[0], f"changed {_num(previous[1])} -> {_num(sample[1])} in the job window: "
                           f"xid {_num(sample[1])} (previous sample {_iso(previous[0])})"))
         previous = sample
-    if len(found) > MAX_XID_CHANGES:
-        return found[:MAX_XID_CHANGES]
-    return found
+    return found[:MAX_XID_CHANGES]
 
 
 @dataclass(frozen=True)
@@ -257,6 +255,8 @@ _NOT_SLOWED = Slowdown(0, 0, 0, 0.0, 0.0)
 
 
 def judge_throttle(samples: Sequence[Sample], start: float, end: float) -> Optional[Slowdown]:
+    """The share of the samples in [start, end] with a slowdown bit of :data:`SLOWDOWN_BITS` set (None
+    without samples there): the bitmask is a state at each sample, not a counter."""
     inside = [s for s in samples if start <= s[0] <= end]
     slowed = [s for s in inside if int(s[1]) & SLOWDOWN_MASK]
     if not inside:
