@@ -376,12 +376,15 @@ def _bundle_file(path: Path, rel: str, source: str, job: JobFacts,
 
 
 def _node_of(path: Path, job: JobFacts) -> Optional[str]:
-    """syslog/node-02.log → node-02. A name outside the job's node list still names a node
-    (the filter phase decides what to do with it); an applog not named for a node has none."""
+    """syslog/node-02.log → node-02, metrics/node-02.promql.log → node-02. A name outside the job's node
+    list still names a node (the filter phase decides what to do with it); an applog not named for a node
+    has none."""
     name = path.name
     for suffix in (".gz", ".log", ".txt", ".prom", ".json", ".xml", ".out", ".err"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
+    if path.parent.name == "metrics" and name.endswith(".promql"):  # the Prometheus connector's findings
+        name = name[: -len(".promql")]
     if path.parent.name == "applog" and name not in job.nodes:
         return None
     return name or None

@@ -175,6 +175,7 @@ class PrometheusConfig(HttpConfig):
     uuid_label: str = "UUID"
     pci_label: str = "pci_bus_id"
     step_s: float = 15.0  # query_range resolution (the scrape interval is a good choice)
+    throttle_min_fraction: float = 0.2  # a GPU slowed by hardware this part of the job window is a straggler
     metrics: PrometheusMetrics = field(default_factory=PrometheusMetrics)
 
 
