@@ -152,3 +152,46 @@ def test_a_node_name_that_is_not_one_is_refused(tmp_path: Path) -> None:
     path.write_text("workloads:\n- {job_id: '1', end: '2026-11-20T10:00:00Z', nodes: [gpu-a01, ../../etc]}\n")
     with pytest.raises(ConfigError, match="nodes must be a list of node names"):
         load_inventory(str(path))
+
+
+def test_static_with_a_replayed_loki_and_a_real_prometheus(tmp_path: Path) -> None:
+    """The issue's end-to-end case: the job's output comes from Loki (replayed), its GPU telemetry from a
+    real Prometheus (the dcgm-exporter series of tests/connectors/promserver.py: Xid 79 on gpu-a2 GPU 1 from
+    10:12), its kernel logs from nowhere. The verdict names gpu-a2, and each connector has its line."""
+    import promserver
+
+    why = promserver.missing_tools()
+    if why:
+        pytest.skip(f"no real Prometheus: {why}")
+    stamp = int(datetime(2026, 11, 20, 10, 22, 5, tzinfo=timezone.utc).timestamp()) * 10**9
+    watchdog = ("[rank{r}]:[E1120 10:22:05.{r}17302 311 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=2733, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                "Timeout(ms)=600000) ran for 600217 milliseconds before timing out.")
+
+    def loki(request: Request) -> Answer:
+        streams = []
+        if 'slurm_job_id="5150"' in request.param("query") and int(request.param("start")) <= stamp:
+            streams = [{"stream": {"host": node, "job": "slurm", "slurm_job_id": "5150"},
+                        "values": [[str(stamp + rank), watchdog.format(r=rank)]]}
+                       for rank, node in enumerate(("gpu-a1", "gpu-a2"))]
+        return Answer(200, {"status": "success", "data": {"resultType": "streams", "result": streams}})
+
+    (tmp_path / "prom").mkdir()
+    with promserver.prometheus(tmp_path / "prom") as prom, replay_server() as server:
+        server.route("GET", "/loki/api/v1/query_range", loki)
+        inventory = tmp_path / "inventory.yaml"
+        inventory.write_text("workloads:\n- job_id: '5150'\n  cluster: orion\n  nodes: [gpu-a1, gpu-a2]\n"
+                             "  start: '2026-11-20T10:00:00Z'\n  end: '2026-11-20T10:23:00Z'\n  exit_code: '1:0'\n"
+                             "  ranks: {0: gpu-a1, 1: gpu-a2}\n  sources: {loki: {}, prometheus: {}}\n")
+        config = tmp_path / "slurm-attrib.yaml"
+        config.write_text(f"loki:\n  url: {server.url}\n  retries: 0\nprometheus:\n  url: {prom.url}\n"
+                          "watch:\n  connectors: [files, loki, prometheus]\n"
+                          f"rules_dir: {tmp_path / 'no-rules'}\n")
+        done = _watch(config, "--inventory", str(inventory), "--once", "--format", "json", "--no-state")
+    assert done.returncode == 0, done.stderr
+    (verdict,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (verdict["status"], verdict["category"], verdict["culprit_nodes"]) == ("attributed", "gpu_hardware",
+                                                                                  ["gpu-a2"])
+    assert verdict["root_cause"]["evidence"][0]["file"] == "metrics/gpu-a2.promql.log"
+    states = {c["connector"]: c["state"] for c in verdict["coverage"]}
+    assert (states["files"], states["loki"], states["prometheus"]) == ("skipped", "ok", "ok")
