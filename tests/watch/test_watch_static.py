@@ -164,8 +164,8 @@ def test_static_with_a_replayed_loki_and_a_real_prometheus(tmp_path: Path) -> No
     if why:
         pytest.skip(f"no real Prometheus: {why}")
     stamp = int(datetime(2026, 11, 20, 10, 22, 5, tzinfo=timezone.utc).timestamp()) * 10**9
-    watchdog = ("[rank{r}]:[E1120 10:22:05.{r}17302 311 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
-                "operation timeout: WorkNCCL(SeqNum=2733, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    watchdog = ("[rank{r}]:[E1120 10:22:05.{r}17302 311 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=2733, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
                 "Timeout(ms)=600000) ran for 600217 milliseconds before timing out.")
 
     def loki(request: Request) -> Answer:
