@@ -108,6 +108,7 @@ class Service:
     limits: Limits = field(default_factory=Limits)
     rate: RateLimiter = field(default_factory=lambda: RateLimiter(0.0, 1))
     metrics: ServiceMetrics = field(init=False)
+    diagnose_limiter: Any = None  # the anyio CapacityLimiter of POST diagnoses, made when the app starts
     _readers: ReaderPool = field(init=False)
 
     def __post_init__(self) -> None:
