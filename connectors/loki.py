@@ -117,7 +117,8 @@ class LokiSource:
                            self.clock() - began)
 
     def _plan(self, workload: Workload, args: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-        """(kind, node or "", LogQL) in order: the kernel streams of each node, then the job's output."""
+        """(kind, node or "", LogQL) in order: the kernel streams of each node, then the job's output
+        (unless ``args["app"]`` is false)."""
         host = self.settings.host_label
         kernel = str(args.get("kernel_selector") or self.settings.kernel_selector)
         app = str(args.get("app_selector") or self.settings.app_selector)
@@ -125,6 +126,8 @@ class LokiSource:
         job_value = str(args.get("job_id") or workload.job_id)
         plan = [("kernel", node, add_matcher(kernel, f"{host}={label_value(node)}"))
                 for node in sorted(set(workload.nodes))]
+        if args.get("app") is False:  # the caller has the job's output (the finalizer's gap filling)
+            return plan
         if job_label:
             plan.append(("app", "", add_matcher(app, f"{job_label}={label_value(job_value)}")))
         elif workload.nodes:

@@ -75,6 +75,7 @@ class FinalizerConfig:
     store_write_budget_s: float = 2.0  # wait this long for a locked store, then spool the verdict and go on
     diagnosis_budget_s: float = 300.0  # one diagnosis; past it: again on the files' tails, then on the facts alone
     diagnosis_tail_bytes: int = 4 << 20  # what is kept of each evidence file when the budget ran out
+    gap_connectors: tuple[str, ...] = ()  # watch connectors asked for the nodes whose bundle is missing (loki, ...)
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,11 @@ def build_finalizer(config: Config, spool: Path, store_path: Optional[str] = Non
     store = SqliteVerdictStore(store_config, spool / "verdicts", write_budget_s=config.finalizer.store_write_budget_s)
     remediator = Remediator(config.remediation, slurm, DrainLedger(Path(config.remediation.state_file))) \
         if config.remediation.drain else None
+    from .watch import connector
+
+    gaps = [connector(name, config) for name in config.finalizer.gap_connectors]
     return Finalizer(config=config, spool=spool, slurm=slurm, engine=engine, store=store, remediator=remediator,
-                     clock=_now)
+                     clock=_now, gap_sources=gaps)
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ class BundleParts:
     files: MemoryBundle = field(default_factory=MemoryBundle)
     sacct_rows: list[AcctRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    sources: list[SourceCoverage] = field(default_factory=list)  # the gap connectors' coverage (collection.sources)
 
 
 def workload(info: JobInfo) -> Workload:
@@ -66,6 +67,9 @@ def job_yaml(parts: BundleParts) -> dict[str, Any]:
                                 "size": c.size} for name, c in sorted(parts.app_logs.items())},
             "state_source": info.state_source,
             "notes": list(parts.notes) + list(info.notes),
+            **({"sources": [{"source": c.source, "state": c.state, "reason": c.reason, "bytes": c.bytes,
+                             "query": c.query, "files": list(c.files)} for c in parts.sources]}
+               if parts.sources else {}),
         },
     }
 

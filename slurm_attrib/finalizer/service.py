@@ -14,17 +14,20 @@ import logging
 import shutil
 import time
 import traceback
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import yaml
+
 from .. import quarantine
 from ..attribution import VerdictStore
 from ..config import Config
 from ..connectors import applog, sacct
-from ..connectors.base import EvidenceSource, Window, collect_all
+from ..connectors.base import EvidenceSource, Limits, Window, collect_all, collect_bounded
 from ..engine import Engine
 from ..outage import Outage
 from ..slurm.base import SlurmAccess
@@ -77,6 +80,8 @@ class Finalizer:
     engine: Engine
     store: VerdictStore
     remediator: Optional[Any] = None
+    # the watch connectors of finalizer.gap_connectors: asked for the nodes whose bundle is missing
+    gap_sources: Sequence[EvidenceSource] = ()
     on_result: Optional[Callable[[Result], None]] = None
     stopping: Callable[[], bool] = field(default=lambda: False)  # SIGTERM: end the step after this job
     # the clock each job is processed at (its verdict_time); None: the step's ``now`` for every job (tests)
@@ -302,7 +307,30 @@ class Finalizer:
             parts.notes.append("node epilogs skip jobs that ended 0:0 (collector.capture_always is off): "
                                "no node bundle expected")
         self._collect(parts, now, present)
+        self._fill_gaps(parts, now)
         return parts
+
+    def _fill_gaps(self, parts: assemble.BundleParts, now: datetime) -> None:
+        """A node that sent no bundle (it died, or rebooted before its Epilog) is asked of the remote
+        connectors (finalizer.gap_connectors: Loki, Prometheus) over the job's window; each is a coverage
+        line in job.yaml, and a kernel log they bring is recorded as shipped (it never drains a node)."""
+        lost = tuple(sorted(n for n, (state, _) in parts.node_states.items() if state != "ok"))
+        if not self.gap_sources or not lost:
+            return
+        info = parts.info
+        # the job's own output is the finalizer's already (StdOut): from Loki only the lost nodes' kernel logs
+        workload = replace(assemble.workload(info), nodes=lost, args={"loki": {"app": False}})
+        window = Window(start=info.start or info.end or now, end=info.end or now,
+                        before=timedelta(seconds=self.config.watch.window_before_s),
+                        after=timedelta(seconds=self.config.watch.window_after_s))
+        cap, budget = self.config.store.max_bundle_bytes, self.config.watch.connector_budget_s
+        for source in self.gap_sources:
+            coverage = collect_bounded(source, workload, window, parts.files, Limits(budget, cap))
+            parts.sources.append(coverage)
+            for node in coverage.facts.get("kernel_nodes", ()):
+                if node in lost and f"collection/{node}.yaml" not in parts.files.files:
+                    record = {"node": node, "sources": [{"source": "kernel_log", "state": "ok", "origin": "shipped"}]}
+                    parts.files.write(f"collection/{node}.yaml", yaml.safe_dump(record, sort_keys=True).encode())
 
     def _collect(self, parts: assemble.BundleParts, now: datetime, present: dict[str, Path]) -> None:
         """Run the controller-side evidence sources into ``parts``: an accounting source's failure is a

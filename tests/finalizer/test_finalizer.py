@@ -8,12 +8,14 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from slurm_attrib import hooks, quarantine
 from slurm_attrib.config import Config, FinalizerConfig, RemediationConfig
+from slurm_attrib.connectors.base import SourceCoverage
 from slurm_attrib.engine import Engine
 from slurm_attrib.finalizer import Finalizer
 from slurm_attrib.remediate import DrainLedger, Remediator
@@ -341,3 +343,47 @@ def test_quarantined_input_is_removed_after_its_retention(tmp_path: Path, engine
     _finalizer(tmp_path, engine, FakeSlurm(), FakeStore(), quarantine_retention_days=30).prune(
         datetime.now(timezone.utc))
     assert not old.exists() and not verdict.exists() and new.exists()
+
+
+class _ShippedKernel:
+    """A remote connector (Loki in production) holding the kernel log of a node that sent no bundle."""
+
+    name = "loki"
+
+    def __init__(self, text: str) -> None:
+        self.text, self.asked = text, []
+
+    def collect(self, workload: Any, window: Any, bundle: Any, limits: Any) -> SourceCoverage:
+        self.asked.append((workload.nodes, dict(workload.args), window.start, window.end))
+        written = [f"syslog/{node}.log" for node in workload.nodes if node == "node-02"]
+        for rel in written:
+            bundle.write(rel, self.text.encode())
+        return SourceCoverage(self.name, "ok", query='{job="kernel", host="node-02"}', files=tuple(written),
+                              facts={"kernel_nodes": ["node-02"]}, origin="shipped")
+
+
+def test_a_node_without_its_bundle_is_asked_of_the_gap_connectors(tmp_path: Path, engine: Engine) -> None:
+    """node-02 rebooted before its Epilog ran: the finalizer asks the gap connector for that node only (not
+    the job's output, which it has), the Xid it brings makes the verdict, recorded as shipped (unverified:
+    it explains, it never drains), and the connector's line is in the coverage."""
+    nodes = ("node-01", "node-02")
+    hooks.enqueue("epilog_slurmctld", _ctld_env("12", "node-[01-02]"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"12": _ctl("12", "FAILED", nodes)}, acct={"12": [_acct("12", "FAILED", "1:0", nodes)]})
+    store = FakeStore()
+    kern = ("2026-12-02T11:59:58.000000+00:00 node-02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+            "name=python, GPU has fallen off the bus.\n")
+    loki = _ShippedKernel(kern)
+    fin = _finalizer(tmp_path, engine, slurm, store)
+    fin.gap_sources = [loki]
+    _node_bundle(tmp_path, "c_12_0", "node-01")
+    assert fin.step(T0 + timedelta(seconds=21))[0].outcome == "diagnosed"
+    ((asked_nodes, args, start, end),) = loki.asked
+    assert asked_nodes == ("node-02",) and args == {"loki": {"app": False}}
+    assert (start, end) == (T0 - timedelta(minutes=10), T0)  # the job's window
+    diag = store.recorded[0]
+    assert diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == ["node-02"]
+    assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert {c["connector"]: c["state"] for c in diag["coverage"]}["loki"] == "ok"
+    job_yaml = yaml.safe_load((store.bundles[0] / "job.yaml").read_text())
+    assert job_yaml["collection"]["node_bundles"]["node-02"] == "missing"
+    assert job_yaml["collection"]["sources"][0]["source"] == "loki"
