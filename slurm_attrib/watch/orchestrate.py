@@ -11,7 +11,9 @@ and Loki both bringing a node's kernel log) are appended, in connector order.
 
 A workload is marked seen once its verdict went through the sinks, so the next round does not
 diagnose it again; one that failed (the engine refused its bundle) is marked too, with the error, so
-a bad inventory entry does not repeat every round.
+a bad inventory entry does not repeat every round. One whose verdict a sink could not take (the service
+down, the API refusing the annotation) is not: the next round diagnoses it again and retries every sink
+(the store and the annotations take the same verdict twice as one), until it leaves the lookback.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Outcome:
     diagnosis: Optional[dict[str, Any]] = None
     sinks: list[str] = field(default_factory=list)
     error: str = ""
+    undelivered: bool = False  # a sink failed: the workload is not marked seen, so the next round retries it
 
 
 class SeenState:
@@ -135,7 +138,8 @@ class Orchestrator:
                 continue
             outcome = self.one(found)
             outcomes.append(outcome)
-            self.seen.add(found.key, found.window.end.isoformat())
+            if not outcome.undelivered:  # a sink that failed (the service down) is tried again next round
+                self.seen.add(found.key, found.window.end.isoformat())
         return outcomes
 
     def one(self, found: Found) -> Outcome:
@@ -157,6 +161,7 @@ class Orchestrator:
                     done = sink.deliver(found, outcome.diagnosis, Path(tmp), verdict_time, self.discovery)
                 except Exception as exc:  # one sink's failure must not keep the verdict from the others
                     done = f"{sink.name}: failed: {type(exc).__name__}: {exc}"
+                    outcome.undelivered = True
                     log.warning("%s: %s", found.key, done)
                 if done:
                     outcome.sinks.append(done)

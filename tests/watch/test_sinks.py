@@ -92,9 +92,12 @@ def test_a_failing_sink_does_not_keep_the_verdict_from_the_next(tmp_path: Path) 
             raise OSError("disk full")
 
     slurm = FakeSlurm()
-    (outcome,) = _orchestrator(slurm, [Broken(), AnnotateSink()], tmp_path).round(NOW - timedelta(hours=2), NOW)
+    orchestrator = _orchestrator(slurm, [Broken(), AnnotateSink()], tmp_path)
+    (outcome,) = orchestrator.round(NOW - timedelta(hours=2), NOW)
     assert outcome.sinks[0] == "store: failed: OSError: disk full"
     assert len(slurm.comments) == 1
+    (again,) = orchestrator.round(NOW - timedelta(hours=2), NOW)  # not delivered everywhere: tried again
+    assert again.key == outcome.key and len(slurm.comments) == 2
 
 
 def test_the_service_sink_posts_the_bundle_to_a_real_service(tmp_path: Path) -> None:
