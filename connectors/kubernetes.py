@@ -37,6 +37,7 @@ from typing import Any, Callable, Optional
 from ..config import KubernetesConfig
 from ..errors import ConfigError
 from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
+from .http import MAX_BACKOFF_S, RETRY_STATUSES
 
 __all__ = [
     "EXTRA_HINT",
@@ -45,14 +46,14 @@ __all__ = [
     "MissingExtra",
     "PodLogSource",
     "build_api_client",
+    "dig",
     "is_dns_label",
     "is_dns_subdomain",
     "kubernetes_module",
+    "parse_time",
 ]
 
 EXTRA_HINT = "the Kubernetes connector needs the 'kubernetes' package: pip install 'slurm-attrib[connectors]'"
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_BACKOFF_S = 8.0
 CHUNK = 64 << 10
 JSON_CAP = 16 << 20  # one list answer (a page of pods or events)
 PAGE = 500
@@ -326,10 +327,10 @@ class PodLogSource:
                 break
         pods: dict[str, _Pod] = {}
         for item in items:
-            name = str(_get(item, "metadata", "name") or "")
+            name = str(dig(item, "metadata", "name") or "")
             if not is_dns_subdomain(name) or (wanted and name not in wanted):
                 continue
-            node = str(_get(item, "spec", "nodeName") or "")
+            node = str(dig(item, "spec", "nodeName") or "")
             pods[name] = _Pod(name, node if is_dns_subdomain(node) else "", item)
         for name in sorted(set(wanted) - set(pods)):
             notes.append(f"pod {namespace}/{name[:80]}: not found")
@@ -345,16 +346,16 @@ class PodLogSource:
             notes.append(f"pod {namespace}/{pod.name}: more than {PAGE} events; the first {PAGE} read")
         out = []
         for event in _items(page, "EventList"):
-            if _get(event, "involvedObject", "kind") not in (None, "Pod"):
+            if dig(event, "involvedObject", "kind") not in (None, "Pod"):
                 continue
-            when = _first_time(_get(event, "lastTimestamp"), _get(event, "eventTime"),
-                               _get(event, "firstTimestamp"), _get(event, "metadata", "creationTimestamp"))
+            when = _first_time(dig(event, "lastTimestamp"), dig(event, "eventTime"),
+                               dig(event, "firstTimestamp"), dig(event, "metadata", "creationTimestamp"))
             if when is None:
                 continue  # an event without any time cannot be placed
-            source = _get(event, "source", "component") or _get(event, "reportingController") or "?"
-            out.append((when, _line("event", namespace, pod, type=_word(_get(event, "type")),
-                                          reason=_word(_get(event, "reason")), count=_word(_get(event, "count") or 1),
-                                          source=_word(source), message=_get(event, "message"))))
+            source = dig(event, "source", "component") or dig(event, "reportingController") or "?"
+            out.append((when, _line("event", namespace, pod, type=_word(dig(event, "type")),
+                                          reason=_word(dig(event, "reason")), count=_word(dig(event, "count") or 1),
+                                          source=_word(source), message=dig(event, "message"))))
         return out
 
     def _logs(self, namespace: str, pods: list[_Pod], deadline: float, budget: _Budget,
@@ -413,10 +414,10 @@ def _containers(pod: Mapping[str, Any]) -> list[tuple[str, int]]:
     """(container, restart count) for every init and app container with a status, sorted by name."""
     found: dict[str, int] = {}
     for key in ("initContainerStatuses", "containerStatuses"):
-        for status in _get(pod, "status", key) or []:
-            name = str(_get(status, "name") or "")
+        for status in dig(pod, "status", key) or []:
+            name = str(dig(status, "name") or "")
             if is_dns_label(name):
-                found[name] = _int(_get(status, "restartCount"))
+                found[name] = _int(dig(status, "restartCount"))
     return sorted(found.items())
 
 
@@ -424,18 +425,18 @@ def _status_lines(namespace: str, pod: _Pod, window: Window) -> list[tuple[datet
     """Container terminations (current and last state), the pod's failure reason and its disruption
     condition, each as (ISO time, line). A termination without a time (ContainerStatusUnknown) takes
     the pod's latest condition change, marked ``time=estimated``."""
-    status = _get(pod.raw, "status") or {}
+    status = dig(pod.raw, "status") or {}
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
     changes = [t for t in (_first_time(c.get("lastTransitionTime")) for c in conditions) if t is not None]
     fallback = max(changes, default=window.end)
     out = []
     for key in ("initContainerStatuses", "containerStatuses"):
         for cstatus in status.get(key) or []:
-            name = str(_get(cstatus, "name") or "")
+            name = str(dig(cstatus, "name") or "")
             if not is_dns_label(name):
                 continue
             for state_key, which in (("lastState", "last"), ("state", "current")):
-                term = _get(cstatus, state_key, "terminated")
+                term = dig(cstatus, state_key, "terminated")
                 if not isinstance(term, Mapping):
                     continue
                 when = _first_time(term.get("finishedAt"))
@@ -443,7 +444,7 @@ def _status_lines(namespace: str, pod: _Pod, window: Window) -> list[tuple[datet
                 out.append((when or fallback, _line(
                     "container", namespace, pod, container=name, state=which, reason=_word(term.get("reason")),
                     exit_code=_word(term.get("exitCode")), signal=_word(term.get("signal") or 0),
-                    restarts=_word(_get(cstatus, "restartCount") or 0), **extra, message=term.get("message"))))
+                    restarts=_word(dig(cstatus, "restartCount") or 0), **extra, message=term.get("message"))))
     if status.get("reason"):
         out.append((fallback, _line("pod", namespace, pod, phase=_word(status.get("phase")),
                                     reason=_word(status.get("reason")), message=status.get("message"))))
@@ -499,11 +500,12 @@ def _items(page: Any, kind: str) -> list[Mapping[str, Any]]:
 
 
 def _continue(page: Mapping[str, Any]) -> Optional[str]:
-    token = _get(page, "metadata", "continue")
+    token = dig(page, "metadata", "continue")
     return token if isinstance(token, str) and token else None
 
 
-def _get(data: Any, *keys: str) -> Any:
+def dig(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...`` of an API object, or None where a level is missing or not a mapping."""
     for key in keys:
         if not isinstance(data, Mapping):
             return None

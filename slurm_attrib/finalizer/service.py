@@ -441,18 +441,10 @@ class Finalizer:
         limit = now.timestamp() - self.config.finalizer.done_retention_days * 86400
         jobs, _ = queue.scan_queue(self.spool, self.config.cluster)
         pending = {job.key for job in jobs}
-        removed = 0
-        for folder in (self.spool / "done", self.spool / "jobs", self.spool / "nodes"):
-            for path in sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []:
-                if folder.name == "nodes" and path.name in pending:
-                    continue
-                try:
-                    if path.lstat().st_mtime < limit:
-                        _remove(path)
-                        removed += 1
-                except OSError as exc:
-                    log.warning("prune: cannot remove %s: %s", path, exc)
-        return removed + self._prune_quarantine(now)
+        old = [path for folder in (self.spool / "done", self.spool / "jobs", self.spool / "nodes")
+               for path in (sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else [])
+               if not (folder.name == "nodes" and path.name in pending)]
+        return _remove_older(old, limit, "prune: cannot remove") + self._prune_quarantine(now)
 
     def _prune_quarantine(self, now: datetime) -> int:
         """Quarantined entries older than ``finalizer.quarantine_retention_days`` (0: kept until an admin
@@ -485,18 +477,27 @@ class Finalizer:
                     removed += 1
                 except OSError as exc:
                     log.warning("cannot remove the temporary %s: %s", path, exc)
-        stale = time.time() - HOOK_TEMP_GRACE_S  # a hook may be writing one now: only those it left long ago
         queue_dir = self.spool / "queue"
-        for path in sorted(queue_dir.glob(".tmp-*")) if queue_dir.is_dir() and not queue_dir.is_symlink() else []:
-            try:
-                if path.lstat().st_mtime < stale:
-                    _remove(path)
-                    removed += 1
-            except OSError as exc:
-                log.warning("cannot remove the temporary %s: %s", path, exc)
+        hooks_left = sorted(queue_dir.glob(".tmp-*")) if queue_dir.is_dir() and not queue_dir.is_symlink() else []
+        # a hook may be writing one now: only those it left long ago
+        removed += _remove_older(hooks_left, time.time() - HOOK_TEMP_GRACE_S, "cannot remove the temporary")
         if removed:
             log.info("removed %d temporary file(s) an earlier run left in %s", removed, self.spool)
         return removed
+
+
+def _remove_older(paths: Sequence[Path], limit: float, problem: str) -> int:
+    """Remove each of ``paths`` last changed before ``limit`` (a time stamp); one that cannot be removed is
+    a warning and does not stop the rest. How many went."""
+    removed = 0
+    for path in paths:
+        try:
+            if path.lstat().st_mtime < limit:
+                _remove(path)
+                removed += 1
+        except OSError as exc:
+            log.warning("%s %s: %s", problem, path, exc)
+    return removed
 
 
 def _remove(path: Path) -> None:

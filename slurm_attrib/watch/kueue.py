@@ -32,6 +32,7 @@ from ..connectors.kubernetes import (
     ApiCalls,
     KubeFailure,
     build_api_client,
+    dig,
     is_dns_label,
     is_dns_subdomain,
     kubernetes_module,
@@ -143,14 +144,14 @@ class KueueDiscovery:
             if not isinstance(batch, list):
                 raise KubeFailure(f"{what}: the answer is not a list (no items)")
             items.extend(item for item in batch if isinstance(item, Mapping))
-            token = _get(page, "metadata", "continue")
+            token = dig(page, "metadata", "continue")
             if not isinstance(token, str) or not token:
                 return items
 
     def _found(self, item: Mapping[str, Any], since: datetime, until: datetime, deadline: float) -> Optional[Found]:
-        namespace = str(_get(item, "metadata", "namespace") or "")
-        name = str(_get(item, "metadata", "name") or "")
-        uid = str(_get(item, "metadata", "uid") or "")
+        namespace = str(dig(item, "metadata", "namespace") or "")
+        name = str(dig(item, "metadata", "name") or "")
+        uid = str(dig(item, "metadata", "uid") or "")
         if not (is_dns_label(namespace) and is_dns_subdomain(name) and _UID.fullmatch(uid)):
             return None
         finished = _condition(item, "Finished")
@@ -167,14 +168,14 @@ class KueueDiscovery:
                 raise
             pods = []  # pods not readable here (RBAC): the workload is still reported; the connector will say why
         start = _start(item, pods) or end
-        nodes = tuple(sorted({n for n in (_get(p, "spec", "nodeName") for p in pods) if isinstance(n, str)
+        nodes = tuple(sorted({n for n in (dig(p, "spec", "nodeName") for p in pods) if isinstance(n, str)
                               and is_dns_subdomain(n)}))
-        pod_names = tuple(sorted(str(_get(p, "metadata", "name")) for p in pods))
+        pod_names = tuple(sorted(str(dig(p, "metadata", "name")) for p in pods))
         job_id = f"{namespace}/{name}"
-        user = str(_get(item, "metadata", "labels", self.user_label) or "")
+        user = str(dig(item, "metadata", "labels", self.user_label) or "")
         user = user if _LABEL_VALUE.fullmatch(user) else ""
         workload = Workload(cluster=self.cluster, job_id=job_id, nodes=nodes, user=user,
-                            partition=str(_get(item, "spec", "queueName") or ""), kind="kueue", namespace=namespace,
+                            partition=str(dig(item, "spec", "queueName") or ""), kind="kueue", namespace=namespace,
                             name=name, pods=pod_names,
                             args={"kubernetes": {"label_selector": selector}} if selector else {})
         job: dict[str, Any] = {"job_id": job_id, "cluster": self.cluster, "nodes": list(nodes),
@@ -194,9 +195,9 @@ class KueueDiscovery:
                            deadline, label_selector=selector)
         kept = []
         for pod in pods:
-            if not is_dns_subdomain(str(_get(pod, "metadata", "name") or "")):
+            if not is_dns_subdomain(str(dig(pod, "metadata", "name") or "")):
                 continue
-            owners = {str(o.get("uid")) for o in _get(pod, "metadata", "ownerReferences") or []
+            owners = {str(o.get("uid")) for o in dig(pod, "metadata", "ownerReferences") or []
                       if isinstance(o, Mapping) and o.get("controller")}
             if owner_uid and owners and owner_uid not in owners:
                 continue  # a pod of another Job of the same name (deleted and recreated)
@@ -205,7 +206,7 @@ class KueueDiscovery:
 
 
 def _condition(item: Mapping[str, Any], kind: str) -> Optional[Mapping[str, Any]]:
-    for cond in _get(item, "status", "conditions") or []:
+    for cond in dig(item, "status", "conditions") or []:
         if isinstance(cond, Mapping) and cond.get("type") == kind:
             return cond
     return None
@@ -222,7 +223,7 @@ def _failed(finished: Mapping[str, Any]) -> bool:
 def _pod_selector(item: Mapping[str, Any]) -> tuple[str, str]:
     """(label selector, owner uid) of the Workload's controlling owner, or ("", "") for an owner the
     discovery does not know."""
-    for owner in _get(item, "metadata", "ownerReferences") or []:
+    for owner in dig(item, "metadata", "ownerReferences") or []:
         if not isinstance(owner, Mapping) or not owner.get("controller"):
             continue
         group = str(owner.get("apiVersion") or "").rpartition("/")[0]
@@ -236,7 +237,7 @@ def _pod_selector(item: Mapping[str, Any]) -> tuple[str, str]:
 
 def _start(item: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> Optional[datetime]:
     """The earlier of the admission (``Admitted``, else ``QuotaReserved``) and the first pod's start."""
-    times = [parse_time(str(_get(p, "status", "startTime") or "")) for p in pods]
+    times = [parse_time(str(dig(p, "status", "startTime") or "")) for p in pods]
     admitted = _condition(item, "Admitted") or _condition(item, "QuotaReserved")
     if admitted is not None and admitted.get("status") == "True":
         times.append(parse_time(str(admitted.get("lastTransitionTime") or "")))
@@ -255,27 +256,19 @@ def _first_failure(pods: list[Mapping[str, Any]], key: str) -> str:
     failed: list[tuple[datetime, str, str, str]] = []
     for pod in pods:
         for status in _list(pod, "initContainerStatuses") + _list(pod, "containerStatuses"):
-            term = _get(status, key, "terminated")
+            term = dig(status, key, "terminated")
             if not isinstance(term, Mapping) or not isinstance(term.get("exitCode"), int) or not term["exitCode"]:
                 continue
             when = parse_time(str(term.get("finishedAt") or "")) or datetime.max.replace(tzinfo=timezone.utc)
             signal = term.get("signal") if isinstance(term.get("signal"), int) else 0
-            failed.append((when, str(_get(pod, "metadata", "name")), str(status.get("name")),
+            failed.append((when, str(dig(pod, "metadata", "name")), str(status.get("name")),
                            f"{term['exitCode']}:{signal}"))
     return min(failed)[3] if failed else ""
 
 
 def _list(pod: Mapping[str, Any], key: str) -> list[Any]:
-    value = _get(pod, "status", key)
+    value = dig(pod, "status", key)
     return value if isinstance(value, list) else []
-
-
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
 
 
 def _aware(moment: datetime) -> datetime:
