@@ -4,7 +4,6 @@ and, for the faults a healthy server does not make, against the replay server.""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -35,14 +34,6 @@ JOB_A = Window(at(10, 0), at(10, 30), timedelta(minutes=5), timedelta(minutes=1)
 JOB_B = Window(at(10, 40), at(11, 0), timedelta(minutes=5), timedelta(minutes=1))  # only values from before
 JOB_C = Window(at(11, 5), at(11, 25), timedelta(minutes=5), timedelta(minutes=1))  # gpu-a3 gpu 1 slowed
 
-
-@pytest.fixture(scope="session")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    why = promserver.missing_tools()
-    if why:
-        pytest.skip(f"no real Prometheus: {why}")
-    with promserver.prometheus(tmp_path_factory.mktemp("prometheus")) as server:
-        yield server
 
 
 def _collect(url: str, window: Window, nodes: tuple[str, ...] = NODES, limits: Limits = LIMITS,

@@ -7,7 +7,6 @@ outputs (tests/store/expected)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,21 +20,12 @@ from slurm_attrib.connectors.prometheus import PrometheusSource
 from slurm_attrib.engine import Engine
 from slurm_attrib.model import Diagnosis
 
-from . import promserver
 from .promserver import NODES, PromServer, at
 
 CASES_DIR = Path(__file__).parent / "promql_golden"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "expect.yaml").is_file())
 RANKS = {rank: NODES[rank // 2] for rank in range(2 * len(NODES))}  # two ranks per node
 
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    why = promserver.missing_tools()
-    if why:
-        pytest.skip(f"no real Prometheus: {why}")
-    with promserver.prometheus(tmp_path_factory.mktemp("prometheus")) as server:
-        yield server
 
 
 def _timeouts(when: datetime, nodes: tuple[str, ...]) -> str:
