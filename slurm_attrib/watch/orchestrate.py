@@ -85,6 +85,7 @@ class SeenState:
         self.path = path
         self.keep = keep
         self.keys: dict[str, str] = {}
+        self.unsaved = False  # the last write of the file failed (warned once per outage)
         if path and os.path.exists(path):
             try:
                 with open(path, encoding="utf-8") as handle:
@@ -104,6 +105,15 @@ class SeenState:
                 del self.keys[old]
         if not self.path:
             return
+        try:
+            self._save()
+        except OSError as exc:  # the verdicts still go out; a restart may diagnose these workloads again
+            if not self.unsaved:
+                log.warning("%s: cannot keep the seen workloads (%s); remembering them in memory only",
+                            self.path, exc)
+            self.unsaved = True
+
+    def _save(self) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         fd, tmp = tempfile.mkstemp(prefix=".watch-seen-", dir=folder)
         try:
@@ -114,6 +124,7 @@ class SeenState:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+        self.unsaved = False
 
 
 @dataclass

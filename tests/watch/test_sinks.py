@@ -130,3 +130,12 @@ def test_the_service_sink_without_the_token_is_refused_and_says_so(tmp_path: Pat
         assert raised is not None and "HTTP 401" in str(raised)
     finally:
         running.stop()
+
+
+def test_a_seen_state_that_cannot_be_written_warns_and_the_round_goes_on(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    orchestrator = _orchestrator(slurm, [AnnotateSink()], tmp_path)
+    orchestrator.seen = SeenState(str(tmp_path / "no-such-folder" / "seen.json"))
+    (outcome,) = orchestrator.round(NOW - timedelta(hours=2), NOW)
+    assert outcome.diagnosis is not None and orchestrator.seen.unsaved
+    assert orchestrator.round(NOW - timedelta(hours=2), NOW) == []  # remembered in memory
