@@ -25,7 +25,8 @@ CHART_DAYS = {"day": 60, "week": 182}  # how far back the overview's chart reach
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True,
+                             auto_reload=False)  # installed templates do not change: no stat of each per page
     env.filters["url"] = lambda text: quote(str(text), safe="")
     env.globals["version"] = __version__
     return env
