@@ -188,3 +188,23 @@ def test_array_task_only_that_task_carries_the_verdict(slurm_env: Env) -> None:
     rows = stored(env, failing)
     assert rows and rows[0]["array_task"] == "2"
     assert json.loads(rows[0]["json"])["job"]["state"] == "FAILED"
+
+
+def test_watch_slurm_once_discovers_a_failed_job_from_sacct(slurm_env: Env) -> None:
+    """`watch --source slurm` finds the failed job in the real slurmdbd's accounting and diagnoses it from
+    the sacct facts (no connector configured: every one says why it was skipped)."""
+    env = slurm_env
+    job = env.cluster.sbatch("-o", "/dev/null", "--wrap", "exit 3")
+    env.cluster.wait_job_gone(job)
+    wait_for(lambda: any(row[0] == job and row[2].startswith("FAILED") for row in env.cluster.sacct(job)), 30,
+             "the failed job in sacct")
+    cli = str(Path(sys.executable).parent / "slurm-attrib")
+    done = env.cluster.run(cli, "watch", "--config", str(env.config), "--source", "slurm", "--once", "--format",
+                           "json", "--no-state", "--sink", "stdout", check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    verdicts = {v["job"]["job_id"]: v for v in (json.loads(line) for line in done.stdout.splitlines())}
+    assert job in verdicts, sorted(verdicts)
+    verdict = verdicts[job]
+    assert verdict["job"]["state"] == "FAILED" and verdict["job"]["exit_code"] == "3:0"
+    states = {c["connector"]: c["state"] for c in verdict["coverage"]}
+    assert states["files"] == "skipped" and states["loki"] == "skipped"
