@@ -197,7 +197,8 @@ def register(sub: Any) -> None:
                      "evidence through the configured connectors (watch.connectors: files, loki, prometheus, "
                      "kubernetes), diagnose, and hand each verdict to the sinks (stdout, store, annotate, service). "
                      "A workload is diagnosed once (watch.state_file).")
-    parser.add_argument("--source", choices=SOURCES, required=True)
+    parser.add_argument("--source", choices=SOURCES, required=True,
+                        help="where workloads come from: sacct, finished Kueue Workloads, or --inventory")
     parser.add_argument("--inventory", help="the static inventory (YAML) for --source static")
     parser.add_argument("--once", action="store_true", help="one discovery round, then exit (1 if a workload failed)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
