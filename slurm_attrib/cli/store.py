@@ -67,7 +67,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _open(args) as st:
         row = _one_verdict(st, args.job, args.cluster)
         previous = st.previous_verdicts(row)
-        bundle = st.bundle(row["id"])
+        bundle = st.bundle_info(row["id"])
         diag = json.loads(row["json"])
         anchor = parse_when(row["job_time"], _now(args))
         evidence = history.offender_evidence(st, list(diag.get("culprit_nodes") or []), anchor, args.history_days,

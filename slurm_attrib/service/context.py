@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import os
 import queue
-import tarfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from io import BytesIO
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -178,7 +176,7 @@ class Service:
                 return None
             row = rows[0]
             previous = st.previous_verdicts(row)
-            bundle = st.bundle(row["id"])
+            bundle = st.bundle_info(row["id"])
             diag = json.loads(row["json"])
             anchor = parse_when(row["job_time"], self.clock())
             evidence = store_history.offender_evidence(st, list(diag.get("culprit_nodes") or []), anchor,
@@ -217,16 +215,7 @@ def _bundle_info(bundle: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
         return None
     return {"stored_bytes": bundle["stored_bytes"], "original_bytes": bundle["original_bytes"],
             "files": bundle["files"], "capped": bool(bundle["capped"]), "omitted": json.loads(bundle["omitted"]),
-            "names": member_names(bundle["data"])}
+            "names": bundle["names"]}
 
 
-def member_names(data: bytes) -> list[str]:
-    """The file names inside a stored bundle (our own packing: a small tar.gz), sorted."""
-    try:
-        with tarfile.open(fileobj=BytesIO(data), mode="r:gz") as tar:
-            return sorted(m.name for m in tar.getmembers() if m.isreg())
-    except (tarfile.TarError, OSError, EOFError):
-        return []
-
-
-__all__ = ["EnginePool", "Service", "StoreError", "bundle_root", "member_names"]
+__all__ = ["EnginePool", "Service", "StoreError", "bundle_root"]

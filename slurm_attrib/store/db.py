@@ -218,6 +218,24 @@ class Store:
         found = list(self.rows("SELECT * FROM bundles WHERE diagnosis_id = ?", [diagnosis_id]))
         return found[0] if found else None
 
+    def bundle_info(self, diagnosis_id: int) -> Optional[dict[str, Any]]:
+        """The stored bundle of a verdict without its data: sizes, file count, what the cap left out and
+        ``names`` (the members, sorted), or None. Names recorded with the bundle are read as they are; for
+        a bundle stored before they were kept, from the archive itself."""
+        columns = self.db.table("bundles").columns_dict
+        kept = "names" if "names" in columns else "NULL AS names"
+        found = list(self.rows("SELECT stored_bytes, original_bytes, files, capped, omitted, " + kept
+                               + " FROM bundles WHERE diagnosis_id = ?", [diagnosis_id]))
+        if not found:
+            return None
+        info = found[0]
+        names = json.loads(info["names"]) if info["names"] else None
+        if not isinstance(names, list):
+            data = next(iter(self.rows("SELECT data FROM bundles WHERE diagnosis_id = ?", [diagnosis_id])))["data"]
+            names = packing.member_names(data)
+        info["names"] = names
+        return info
+
     def has_verdict(self, cluster: str, job_ids: tuple[str, ...], array_job_id: str = "",
                     array_task: str = "") -> bool:
         """Whether any verdict exists for the job under any of its ids (raw id, printed id, array task)."""
@@ -364,4 +382,5 @@ def _store_bundle(conn: sqlite3.Connection, diagnosis_id: int, bundle: packing.P
     _insert(conn, "bundles", {"diagnosis_id": diagnosis_id, "format": packing.FORMAT, "stored_bytes": len(bundle.data),
                               "original_bytes": bundle.original_bytes, "files": bundle.files,
                               "capped": int(bundle.capped), "omitted": json.dumps(list(bundle.omitted)),
+                              "names": json.dumps(list(bundle.names)) if bundle.names else None,
                               "data": bundle.data})

@@ -38,6 +38,7 @@ class PackedBundle:
     original_bytes: int
     files: int
     omitted: tuple[str, ...]
+    names: tuple[str, ...] = ()  # the members, sorted; () when not known (a spooled verdict's bundle)
 
     @property
     def capped(self) -> bool:
@@ -108,7 +109,17 @@ def pack_bundle(root: Union[str, os.PathLike[str]], cap_bytes: int) -> PackedBun
         omitted.append(droppable.pop(0))
         data = _tar([(rel, *paths[rel]) for rel in kept if rel not in omitted])
     return PackedBundle(data=data, original_bytes=sum(sizes.values()), files=len(kept) - len(omitted),
-                        omitted=tuple(sorted(omitted)))
+                        omitted=tuple(sorted(omitted)), names=tuple(r for r in kept if r not in omitted))
+
+
+def member_names(data: bytes) -> list[str]:
+    """The file names inside a stored bundle (our own packing: a tar.gz), sorted. Reading them means
+    decompressing the whole archive (a quarter of a second for 16 MB): the store keeps them at record time."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            return sorted(m.name for m in tar.getmembers() if m.isreg())
+    except (tarfile.TarError, OSError, EOFError):
+        return []
 
 
 def _safe_name(name: str) -> Optional[str]:

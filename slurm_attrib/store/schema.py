@@ -115,12 +115,19 @@ def m0005_culprit_job_time(db: Database) -> None:
                                       if_not_exists=True)
 
 
+def m0006_bundle_names(db: Database) -> None:
+    """The member names of each stored bundle, kept when it is recorded: the job page and ``show`` list them
+    without decompressing the archive. Bundles stored before keep NULL and are read the old way."""
+    _add_column(db, "bundles", "names", str)
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("0001_initial", m0001_initial),
     ("0002_gpu_hours", m0002_gpu_hours),
     ("0003_report_indexes", m0003_report_indexes),
     ("0004_stats_daily", m0004_stats_daily),
     ("0005_culprit_job_time", m0005_culprit_job_time),
+    ("0006_bundle_names", m0006_bundle_names),
 )
 
 

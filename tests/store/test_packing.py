@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 from slurm_attrib.data import demo_bundle
-from slurm_attrib.store import packing
+from slurm_attrib.store import Store, packing
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -69,3 +70,23 @@ def test_the_bytes_do_not_depend_on_the_clock(monkeypatch) -> None:  # type: ign
     monkeypatch.setattr(time, "time", lambda: 4_000_000_000.0)
     assert packing.pack_bundle(demo_bundle(), 10**7).data == first
     assert first[4:8] == b"\x00\x00\x00\x00"  # the gzip header's MTIME field
+
+
+def test_the_names_are_kept_at_record_time_and_read_from_the_archive_for_older_bundles(tmp_path: Path) -> None:
+    """The job page and `show` list a stored bundle's files: from the names recorded with it (no 16 MB
+    archive decompressed per page view), and for a bundle stored before the names were kept, from the
+    archive, with the same answer."""
+    packed = packing.pack_bundle(demo_bundle(), 10**7)
+    assert list(packed.names) == packing.member_names(packed.data) and "job.yaml" in packed.names
+    diag = {"job": {"job_id": "1", "cluster": "c", "nodes": ["node-01"]}, "status": "unattributed",
+            "category": "unknown", "responsible": "unknown", "culprit_nodes": [], "ruleset": {"hash": "r"}}
+    with Store.open(tmp_path / "s.sqlite") as store:
+        store.record(diag, datetime(2026, 12, 1, tzinfo=timezone.utc), bundle=packed)
+        (row,) = store.find("1")
+        recorded = store.bundle_info(row["id"])
+        store.db.execute("UPDATE bundles SET names = NULL")
+        store.db.conn.commit()
+        older = store.bundle_info(row["id"])
+    assert recorded is not None and older is not None
+    assert recorded["names"] == older["names"] == sorted(packed.names)
+    assert "data" not in recorded
