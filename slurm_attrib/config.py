@@ -115,6 +115,7 @@ class ServiceConfig:
     rate_burst: int = 200
     workers: int = 4  # threads that run the engine for POST /v1/diagnoses at once
     read_threads: int = 0  # threads that serve reads (store queries, pages); 0: the CPUs, at least 2, at most 8
+    processes: int = 1  # server processes sharing the port (each its own threads, engines and rate limit)
     ssl_certfile: str = ""  # TLS, with ssl_keyfile; else terminate TLS at a reverse proxy
     ssl_keyfile: str = ""
 

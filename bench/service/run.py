@@ -6,7 +6,7 @@ recorded into it as real verdicts so the job page renders a full Diagnosis. A re
 serve`` process is started on a loopback port; clients are threads with one keep-alive connection each.
 
     python bench/store/generate.py --out /tmp/bench-store.sqlite [--rows N]
-    python bench/service/run.py --store /tmp/bench-store.sqlite [--clients 50] [--requests 40]
+    python bench/service/run.py --store /tmp/bench-store.sqlite [--clients 50] [--requests 40] [--processes N]
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ def record_golden(store_path: Path, engine: Engine) -> None:
             store.record(engine.diagnose(bundle), datetime(2026, 12, 1, tzinfo=timezone.utc), bundle_dir=bundle)
 
 
-def start(store: Path, folder: Path, workers: int) -> tuple[subprocess.Popen[bytes], int]:
+def start(store: Path, folder: Path, workers: int, processes: int = 1) -> tuple[subprocess.Popen[bytes], int]:
     config = folder / "c.yaml"
     config.write_text(f"spool:\n  dir: {folder / 'spool'}\nservice:\n  token_file: ''\n  rate_per_s: 0\n"
-                      f"  workers: {workers}\n")
+                      f"  workers: {workers}\n  processes: {processes}\n")
     port = free_port()
     env = {**os.environ, "SLURM_ATTRIB_SERVICE_TOKEN": TOKEN}
     process = subprocess.Popen([sys.executable, "-m", "slurm_attrib.cli", "serve", "--config", str(config), "--store",
@@ -145,6 +145,7 @@ def main() -> None:
     parser.add_argument("--posts", type=int, default=10, help="POSTs per client in the throughput run")
     parser.add_argument("--post-clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=4, help="service.workers (engines at once)")
+    parser.add_argument("--processes", type=int, default=1, help="service.processes (server processes)")
     args = parser.parse_args()
     engine = Engine(load_ruleset(include_site=False))
     record_golden(args.store, engine)
@@ -152,13 +153,14 @@ def main() -> None:
         rows = next(iter(store.rows("SELECT COUNT(*) AS n FROM diagnoses")))["n"]
         top = node_offenders(store, Window(), 1, False, 1)[0]
     with tempfile.TemporaryDirectory(prefix="bench-service-") as folder:
-        process, port = start(args.store, Path(folder), args.workers)
+        process, port = start(args.store, Path(folder), args.workers, args.processes)
         try:
             print(f"store: {rows} verdicts; top offender {top['node']} ({top['jobs']} jobs)")
             for label, path in ((f"GET /v1/diagnoses?node={top['node']}", f"/v1/diagnoses?node={top['node']}"),
                                 ("GET /jobs/orion/318517 (job page)", "/jobs/orion/318517"),
                                 ("GET /v1/diagnoses/orion/318517", "/v1/diagnoses/orion/318517")):
-                get(port, path)  # warm
+                for _ in range(20 * args.processes):  # warm every process (a new connection each)
+                    get(port, path)
                 figures = load(port, path, args.clients, args.requests)
                 print(f"{label}: {args.clients} clients x {args.requests}: p50 {figures['p50_ms']:.1f} ms, "
                       f"p99 {figures['p99_ms']:.1f} ms, max {figures['max_ms']:.1f} ms, "

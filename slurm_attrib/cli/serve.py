@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -52,8 +53,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
                              "cross the network in clear (service.ssl_certfile, or a reverse proxy)\n")
         sys.stderr.flush()
         logging.basicConfig(level=logging.INFO)
-        uvicorn.run(create_app(service), host=host, port=port, log_level=args.log_level, access_log=args.access_log,
-                    proxy_headers=False, server_header=False, ssl_certfile=certfile, ssl_keyfile=keyfile)
+        options: dict[str, Any] = dict(host=host, port=port, log_level=args.log_level, access_log=args.access_log,
+                                       proxy_headers=False, server_header=False, ssl_certfile=certfile,
+                                       ssl_keyfile=keyfile)
+        processes = max(1, config.service.processes)
+        if processes == 1:
+            uvicorn.run(create_app(service), **options)
+            return 0
+        from ..service import metrics, workers
+
+        shared = Path(scratch) / "metrics"  # the processes' histogram files, summed at each scrape
+        shared.mkdir()
+        os.environ[metrics.MULTIPROC_ENV] = str(shared)
+        os.environ[workers.ENV] = workers.describe(args.config, store_path, args.rules_dir, not args.no_site_rules,
+                                                   now_of(args) if args.now else (DEMO_NOW if args.demo else None))
+        uvicorn.run(f"{workers.__name__}:app_from_environment", factory=True, workers=processes, **options)
     return 0
 
 

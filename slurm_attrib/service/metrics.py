@@ -4,19 +4,21 @@ at scrape time through the store's report functions; the diagnosis latency is ob
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Optional
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..store import Store, StoreError
 from ..store.reports import Window, node_offenders, verdict_totals
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -80,10 +82,21 @@ class ServiceMetrics:
 
     def __init__(self, open_store: Callable[[], AbstractContextManager[Store]], spool_dir: Optional[Path],
                  culprit_window: Callable[[], Window] = Window) -> None:
+        self.store = StoreCollector(open_store, spool_dir, culprit_window)
+        # With several server processes (service.processes), $PROMETHEUS_MULTIPROC_DIR is set before any of
+        # them starts: each one's histogram lives in files there, and a scrape, whichever process answers
+        # it, sums them all (prometheus_client's multiprocess mode).
+        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self.registry = CollectorRegistry()
-        self.registry.register(StoreCollector(open_store, spool_dir, culprit_window))
+        self.registry.register(self.store)
         self.latency = Histogram("slurm_attrib_diagnosis_seconds", "time to diagnose one posted bundle "
-                                 "(unpack, engine, store)", buckets=LATENCY_BUCKETS, registry=self.registry)
+                                 "(unpack, engine, store)", buckets=LATENCY_BUCKETS,
+                                 registry=None if self.multiprocess else self.registry)
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        if not self.multiprocess:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        registry.register(self.store)
+        return generate_latest(registry)

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,24 @@ def test_metrics_latency_and_queue_depth(server: Server) -> None:
 def test_job_yaml_of_the_cases_is_what_the_tests_assume() -> None:
     job = yaml.safe_load((GOLDEN / "02_xid79_fallen_off_bus" / "bundle" / "job.yaml").read_text())
     assert (job["cluster"], str(job["job_id"])) == ("orion", "318517")
+
+
+def test_several_processes_answer_alike_and_sum_the_latency(tmp_path: Path) -> None:
+    """service.processes: 2 serves the same API from two processes on one port: every read answers the
+    same, the diagnoses counted by /metrics are those of both processes whichever one is scraped."""
+    from .conftest import start_server
+
+    running = start_server(tmp_path / "two", config_extra="  processes: 2\n")
+    try:
+        deadline = time.monotonic() + 30
+        while running.log.read_text().count("Application startup complete") < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert running.log.read_text().count("Started server process") == 2, running.log.read_text()
+        body = bundle_tar(GOLDEN / "13_empty" / "bundle")
+        for _ in range(8):  # a new connection each: the kernel hands them to either process
+            assert running.call("POST", "/v1/diagnoses", body, TOKEN).status == 200
+        counts = {samples(running)["slurm_attrib_diagnosis_seconds_count"][()] for _ in range(8)}
+        assert counts == {8.0}
+        assert len({running.call("GET", "/v1/rules").body for _ in range(8)}) == 1
+    finally:
+        running.stop()
