@@ -126,6 +126,12 @@ class SourceCoverage:
             entry["origin"] = self.origin
         return entry
 
+    def job_entry(self) -> dict[str, Any]:
+        """The line ``watch`` and the finalizer's gap connectors write into job.yaml ``collection.sources``
+        (the engine turns each into a coverage entry of the diagnosis)."""
+        return {"source": self.source, "state": self.state, "reason": self.reason, "bytes": self.bytes,
+                "query": self.query, "files": list(self.files)}
+
 
 class BundleWriter(Protocol):
     """Where a source writes: ``rel`` is a path in the bundle layout; returns the bytes written."""

@@ -115,6 +115,13 @@ KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file", "shipped")
 TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "kern-file")
 
 
+def shipped_kernel_record(node: str) -> dict[str, Any]:
+    """collection/NODE.yaml for a node whose kernel log a connector brought from a shipper or a file
+    (``watch``, the finalizer's gap connectors): origin ``shipped``, so its lines are never trusted as the
+    kernel's own."""
+    return {"node": node, "sources": [{"source": "kernel_log", "state": "ok", "origin": "shipped"}]}
+
+
 def _load_collection_records(root: Path, problems: list[str]) -> tuple[dict[str, str], dict[str, float]]:
     """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
     that node's kernel log (a record without one says ``unrecorded``) and how far its clock was behind

@@ -104,14 +104,12 @@ def _one_verdict(st: store_db.Store, job: str, cluster: Optional[str]) -> dict[s
 
 
 def _bundle_info(bundle: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    if bundle is None:
-        return None
-    return {"stored_bytes": bundle["stored_bytes"], "original_bytes": bundle["original_bytes"],
-            "files": bundle["files"], "capped": bool(bundle["capped"]), "omitted": json.loads(bundle["omitted"])}
+    """What ``show --format json`` says of the stored bundle: :meth:`Store.bundle_info` but its file names
+    (the service's answer adds them)."""
+    return None if bundle is None else {k: v for k, v in bundle.items() if k != "names"}
 
 
-def _stored_text(row: dict[str, Any], bundle: Optional[dict[str, Any]]) -> str:
-    info = _bundle_info(bundle)
+def _stored_text(row: dict[str, Any], info: Optional[dict[str, Any]]) -> str:
     kept = "no bundle stored" if info is None else (
         f"bundle {info['files']} file(s), {info['stored_bytes']} bytes compressed"
         + (f", capped: left out {', '.join(info['omitted'])}" if info["capped"] else ""))

@@ -67,9 +67,7 @@ def job_yaml(parts: BundleParts) -> dict[str, Any]:
                                 "size": c.size} for name, c in sorted(parts.app_logs.items())},
             "state_source": info.state_source,
             "notes": list(parts.notes) + list(info.notes),
-            **({"sources": [{"source": c.source, "state": c.state, "reason": c.reason, "bytes": c.bytes,
-                             "query": c.query, "files": list(c.files)} for c in parts.sources]}
-               if parts.sources else {}),
+            **({"sources": [c.job_entry() for c in parts.sources]} if parts.sources else {}),
         },
     }
 

@@ -25,6 +25,7 @@ import yaml
 
 from .. import quarantine
 from ..attribution import VerdictStore
+from ..bundle import shipped_kernel_record
 from ..config import Config
 from ..connectors import applog, sacct
 from ..connectors.base import EvidenceSource, Limits, Window, collect_all, collect_bounded
@@ -329,8 +330,8 @@ class Finalizer:
             parts.sources.append(coverage)
             for node in coverage.facts.get("kernel_nodes", ()):
                 if node in lost and f"collection/{node}.yaml" not in parts.files.files:
-                    record = {"node": node, "sources": [{"source": "kernel_log", "state": "ok", "origin": "shipped"}]}
-                    parts.files.write(f"collection/{node}.yaml", yaml.safe_dump(record, sort_keys=True).encode())
+                    record = yaml.safe_dump(shipped_kernel_record(node), sort_keys=True).encode()
+                    parts.files.write(f"collection/{node}.yaml", record)
 
     def _collect(self, parts: assemble.BundleParts, now: datetime, present: dict[str, Path]) -> None:
         """Run the controller-side evidence sources into ``parts``: an accounting source's failure is a

@@ -183,7 +183,7 @@ class Service:
                                                        self.history_days,
                                                        JobKey.of(diag))
         return {"diagnosis": diag, "verdict_id": row["verdict_id"], "verdict_time": row["verdict_time"],
-                "gpu_hours": row["gpu_hours"], "bundle": _bundle_info(bundle), "culprit_history": evidence,
+                "gpu_hours": row["gpu_hours"], "bundle": bundle, "culprit_history": evidence,
                 "previous_verdicts": previous}
 
     # -- judging ---------------------------------------------------------------------------------
@@ -208,14 +208,6 @@ def bundle_root(unpacked: Path) -> Path:
     if len(tops) == 1 and (tops[0] / "job.yaml").is_file():
         return tops[0]
     raise BundleError("no job.yaml at the top of the archive or of its one top-level directory")
-
-
-def _bundle_info(bundle: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    if bundle is None:
-        return None
-    return {"stored_bytes": bundle["stored_bytes"], "original_bytes": bundle["original_bytes"],
-            "files": bundle["files"], "capped": bool(bundle["capped"]), "omitted": json.loads(bundle["omitted"]),
-            "names": bundle["names"]}
 
 
 __all__ = ["EnginePool", "Service", "StoreError", "bundle_root"]

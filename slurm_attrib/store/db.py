@@ -219,9 +219,10 @@ class Store:
         return found[0] if found else None
 
     def bundle_info(self, diagnosis_id: int) -> Optional[dict[str, Any]]:
-        """The stored bundle of a verdict without its data: sizes, file count, what the cap left out and
-        ``names`` (the members, sorted), or None. Names recorded with the bundle are read as they are; for
-        a bundle stored before they were kept, from the archive itself."""
+        """The stored bundle of a verdict without its data, or None: ``stored_bytes``, ``original_bytes``,
+        ``files``, ``capped`` (bool), ``omitted`` (what the cap left out) and ``names`` (the members,
+        sorted). Names recorded with the bundle are read as they are; for a bundle stored before they were
+        kept, from the archive itself."""
         columns = self.db.table("bundles").columns_dict
         kept = "names" if "names" in columns else "NULL AS names"
         found = list(self.rows("SELECT stored_bytes, original_bytes, files, capped, omitted, " + kept
@@ -233,7 +234,7 @@ class Store:
         if not isinstance(names, list):
             data = next(iter(self.rows("SELECT data FROM bundles WHERE diagnosis_id = ?", [diagnosis_id])))["data"]
             names = packing.member_names(data)
-        info["names"] = names
+        info.update(capped=bool(info["capped"]), omitted=json.loads(info["omitted"]), names=names)
         return info
 
     def has_verdict(self, cluster: str, job_ids: tuple[str, ...], array_job_id: str = "",

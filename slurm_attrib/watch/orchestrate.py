@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 
 import yaml
 
+from ..bundle import shipped_kernel_record
 from ..connectors.base import EvidenceSource, Limits, SourceCoverage, collect_bounded
 from ..engine import Engine
 from ..errors import AttribError
@@ -220,8 +221,7 @@ def write_bundle(root: Path, found: Found, bundle: AppendingBundle, coverage: Se
     """job.yaml (the discovery's facts and the connectors' coverage), the files, collection/NODE.yaml."""
     job = dict(found.job)
     collection = dict(job.get("collection") or {}) if isinstance(job.get("collection"), dict) else {}
-    collection["sources"] = [{"source": c.source, "state": c.state, "reason": c.reason, "bytes": c.bytes,
-                              "query": c.query, "files": list(c.files)} for c in coverage]
+    collection["sources"] = [c.job_entry() for c in coverage]
     notes = list(collection.get("notes") or [])
     notes.extend(f"{c.source}: {note}" for c in coverage for note in c.notes)
     collection["notes"] = notes
@@ -239,9 +239,8 @@ def write_bundle(root: Path, found: Found, bundle: AppendingBundle, coverage: Se
     if shipped:
         (root / "collection").mkdir(exist_ok=True)
         for node in shipped:
-            record = {"node": node, "sources": [{"source": "kernel_log", "state": "ok", "origin": "shipped"}]}
-            (root / "collection" / f"{node}.yaml").write_text(yaml.safe_dump(record, sort_keys=True),
-                                                              encoding="utf-8")
+            (root / "collection" / f"{node}.yaml").write_text(
+                yaml.safe_dump(shipped_kernel_record(node), sort_keys=True), encoding="utf-8")
 
 
 def window_of(now: datetime, lookback_s: float) -> tuple[datetime, datetime]:
