@@ -236,12 +236,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _gatherer(config: Config) -> Gather:
     """The configured watch connectors but ``files`` (a job sacct knows names no files)."""
-    from ..watch.orchestrate import gatherer
+    from ..watch.orchestrate import MAX_BYTES, gatherer
     from .watch import connector
 
     sources = [connector(name, config) for name in config.watch.connectors if name != "files"]
     return gatherer(sources, timedelta(seconds=config.watch.window_before_s),
-                    timedelta(seconds=config.watch.window_after_s), config.watch.connector_budget_s, 64 << 20)
+                    timedelta(seconds=config.watch.window_after_s), config.watch.connector_budget_s, MAX_BYTES)
 
 
 def cmd_import_spool(args: argparse.Namespace) -> int:

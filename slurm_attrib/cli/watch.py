@@ -11,12 +11,13 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..errors import AttribError, ConfigError
 from .common import add_rule_options, command, config_of, engine_of, now_of
 
 if TYPE_CHECKING:  # the orchestrator and its parts load when `watch` runs, not with every command
+    from ..attribution import VerdictStore
     from ..config import Config
     from ..connectors.base import EvidenceSource
     from ..watch import Discovery
@@ -102,17 +103,16 @@ def discovery(args: argparse.Namespace, config: Config) -> Discovery:
         raise ConfigError(f"--source kueue needs the extra: pip install 'slurm-attrib[connectors]' ({exc})") from None
 
 
-def sinks(names: list[str], config: Config) -> list[Sink]:
+def sinks(names: list[str], config: Config, store: Optional[VerdictStore]) -> list[Sink]:
+    """The sinks ``names`` (``store`` is required for the sink of that name)."""
     from ..config import HttpConfig
     from ..watch.sinks import AnnotateSink, ServiceSink, StoreSink
 
     out: list[Sink] = []
     for name in names:
         if name == "store":
-            from ..attribution import SqliteVerdictStore
-
-            out.append(StoreSink(SqliteVerdictStore(config.store, os.path.join(config.spool.dir, "verdicts"),
-                                                    config.finalizer.store_write_budget_s)))
+            assert store is not None
+            out.append(StoreSink(store))
         elif name == "annotate":
             out.append(AnnotateSink())
         elif name == "service":
@@ -132,14 +132,20 @@ def cmd_watch(args: argparse.Namespace) -> int:
     names = args.sink or list(config.watch.sinks)
     if args.source == "kueue" and config.kubernetes.annotate and "annotate" not in names:
         names.append("annotate")  # kubernetes.annotate: the verdict goes onto the Workload
+    store: Optional[VerdictStore] = None
+    if "store" in names:  # one store: the history each diagnosis reads, and the sink that records it
+        from ..attribution import SqliteVerdictStore
+
+        store = SqliteVerdictStore(config.store, os.path.join(config.spool.dir, "verdicts"),
+                                   config.finalizer.store_write_budget_s)
     orchestrator = Orchestrator(
         discovery=discovery(args, config),
         connectors=[connector(name, config) for name in config.watch.connectors],
-        engine=engine_of(args, config), sinks=sinks(names, config),
+        engine=engine_of(args, config), sinks=sinks(names, config, store),
         seen=SeenState("" if args.no_state else (args.state or config.watch.state_file)),
         now=lambda: now_of(args), budget_s=config.watch.connector_budget_s)
-    if "store" in names:
-        orchestrator.diagnose = _with_history(config)
+    if store is not None:
+        orchestrator.diagnose = _with_history(config, store)
     failed = False
     while True:
         since, until = window_of(now_of(args), config.watch.lookback_s)
@@ -156,11 +162,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         time.sleep(config.watch.interval_s)
 
 
-def _with_history(config: Config) -> Callable[[Any, Path, Any], dict[str, Any]]:
+def _with_history(config: Config, store: VerdictStore) -> Callable[[Any, Path, Any], dict[str, Any]]:
     """Diagnose with the store's history of the workload's nodes (repeat offenders), as the finalizer does."""
-    from ..attribution import SqliteVerdictStore, attribute
-
-    store = SqliteVerdictStore(config.store, None)
+    from ..attribution import attribute
 
     def diagnose(engine: Any, bundle: Path, verdict_time: Any) -> dict[str, Any]:
         return attribute(engine, bundle, store, verdict_time, config.finalizer.history_days,

@@ -42,7 +42,10 @@ from .slurm import found_of
 
 log = logging.getLogger("slurm_attrib.watch")
 
-__all__ = ["AppendingBundle", "Orchestrator", "Outcome", "SeenState", "collect", "gatherer", "write_bundle"]
+MAX_BYTES = 64 << 20  # what one connector may write into one workload's bundle
+
+__all__ = ["MAX_BYTES", "AppendingBundle", "Orchestrator", "Outcome", "SeenState", "collect", "gatherer",
+           "write_bundle"]
 
 
 class AppendingBundle:
@@ -140,7 +143,7 @@ class Orchestrator:
     seen: SeenState
     now: Callable[[], datetime]
     budget_s: float = 60.0
-    max_bytes: int = 64 << 20
+    max_bytes: int = MAX_BYTES
     diagnose: Optional[Callable[[Engine, Path, datetime], dict[str, Any]]] = None
 
     def round(self, since: datetime, until: datetime) -> list[Outcome]:

@@ -195,3 +195,19 @@ def test_static_with_a_replayed_loki_and_a_real_prometheus(tmp_path: Path) -> No
     assert verdict["root_cause"]["evidence"][0]["file"] == "metrics/gpu-a2.promql.log"
     states = {c["connector"]: c["state"] for c in verdict["coverage"]}
     assert (states["files"], states["loki"], states["prometheus"]) == ("skipped", "ok", "ok")
+
+
+def test_the_store_sink_records_what_the_command_diagnosed(tmp_path: Path) -> None:
+    """`--sink store`: the verdicts land in the configured store (one store instance feeds the history and
+    records), and stdout still lists them."""
+    from slurm_attrib.store import Store
+
+    with replay_server() as loki:
+        loki.route("GET", "/loki/api/v1/query_range", _loki)
+        inventory, config = _setup(tmp_path, loki.url)
+        done = _watch(config, "--inventory", str(inventory), "--once", "--no-state", "--sink", "store", "--sink",
+                      "stdout")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("-> store: recorded as ") == 2
+    with Store.open(tmp_path / "store.sqlite", readonly=True) as store:
+        assert [r["job_id"] for r in store.find("88123")] == ["88123"] and store.find("88124")
