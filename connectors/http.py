@@ -27,7 +27,7 @@ from ..tokenfile import read_token_file
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["MAX_BACKOFF_S", "RETRY_STATUSES", "HttpClient", "HttpFailure", "Response"]
+__all__ = ["MAX_BACKOFF_S", "RETRY_STATUSES", "HttpClient", "HttpFailure", "Response", "retry_after_s"]
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 8.0
@@ -105,7 +105,7 @@ class HttpClient:
                             raise HttpFailure(f"{where}: HTTP {status} redirect not followed", status=status,
                                               tries=tries)
                         return Response(status, self._read_capped(answer, cap, where, tries, deadline), tries)
-                    retry_after = _retry_after(answer.headers.get("Retry-After"))
+                    retry_after = retry_after_s(answer.headers.get("Retry-After"))
                     problem = f"HTTP {status}"
             except requests.Timeout:
                 problem = "no answer in time"
@@ -203,8 +203,9 @@ def _snippet(answer: requests.Response) -> str:
     return " ".join(text.split())[:300]
 
 
-def _retry_after(value: Optional[str]) -> Optional[float]:
-    if value and value.strip().isdigit():
+def retry_after_s(value: Any) -> Optional[float]:
+    """Seconds of a ``Retry-After`` header in its delta-seconds form (the HTTP-date form is not followed)."""
+    if isinstance(value, str) and value.strip().isdigit():
         return float(value.strip())
     return None
 

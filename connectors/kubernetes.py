@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 from ..config import KubernetesConfig
 from ..errors import ConfigError
 from .base import BundleWriter, Limits, SourceCoverage, Window, Workload
-from .http import MAX_BACKOFF_S, RETRY_STATUSES
+from .http import MAX_BACKOFF_S, RETRY_STATUSES, retry_after_s
 
 __all__ = [
     "EXTRA_HINT",
@@ -169,7 +169,7 @@ class ApiCalls:
                 if status not in RETRY_STATUSES:
                     raise KubeFailure(f"{what}: HTTP {status} {_short(str(exc.reason or ''))}".rstrip(),
                                       status=status) from None
-                problem, retry_after = f"HTTP {status}", _retry_after(getattr(exc, "headers", None))
+                problem, retry_after = f"HTTP {status}", retry_after_s(_header(exc, "Retry-After"))
             except urllib3.exceptions.HTTPError as exc:
                 timed_out = isinstance(exc, urllib3.exceptions.TimeoutError) or isinstance(
                     getattr(exc, "reason", None), urllib3.exceptions.TimeoutError)
@@ -207,9 +207,10 @@ def _read_capped(response: Any, cap: int, what: str, deadline: float, clock: Cal
     return bytes(kept), cut
 
 
-def _retry_after(headers: Any) -> Optional[float]:
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    return float(value) if isinstance(value, str) and value.strip().isdigit() else None
+def _header(exc: Any, name: str) -> Any:
+    """A header of the answer an ApiException carries (None without one)."""
+    headers: Any = getattr(exc, "headers", None)
+    return headers.get(name) if hasattr(headers, "get") else None
 
 
 def _short(text: str) -> str:
