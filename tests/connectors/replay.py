@@ -80,6 +80,17 @@ class ReplayServer:
         return chosen(request) if callable(chosen) else chosen
 
 
+def kube_client(url: str) -> Any:
+    """A Kubernetes ``ApiClient`` of its own pointed at a replay server (no kubeconfig, no global state;
+    urllib3's retries off, as the connector's own retry)."""
+    import kubernetes
+
+    configuration = kubernetes.client.Configuration()
+    configuration.host = url
+    configuration.retries = False
+    return kubernetes.client.ApiClient(configuration)
+
+
 @contextmanager
 def replay_server() -> Iterator[ReplayServer]:
     replay = ReplayServer()

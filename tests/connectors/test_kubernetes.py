@@ -18,7 +18,7 @@ from slurm_attrib.connectors.kubernetes import ApiCalls, PodLogSource, build_api
 from slurm_attrib.errors import ConfigError
 from slurm_attrib.timestamps import TimeContext, parse_line_time
 
-from .replay import RECORDED, Answer, ReplayServer, Request, replay_server
+from .replay import RECORDED, Answer, ReplayServer, Request, kube_client, replay_server
 
 kubernetes = pytest.importorskip("kubernetes")
 
@@ -35,17 +35,10 @@ def recorded(name: str) -> Any:
     return json.loads((DATA / name).read_text())
 
 
-def api_client(url: str) -> Any:
-    configuration = kubernetes.client.Configuration()
-    configuration.host = url
-    configuration.retries = False
-    return kubernetes.client.ApiClient(configuration)
-
-
 def source(url: str, sleeps: list[float], **kwargs: Any) -> PodLogSource:
     calls = ApiCalls(timeout_s=kwargs.pop("timeout_s", 2.0), retries=kwargs.pop("retries", 2), backoff_s=0.25,
                      sleep=sleeps.append)
-    return PodLogSource(api_client(url), calls=calls, **kwargs)
+    return PodLogSource(kube_client(url), calls=calls, **kwargs)
 
 
 def log_answer(request: Request) -> Answer:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from slurm_attrib.config import LokiConfig
-from slurm_attrib.connectors.base import Limits, MemoryBundle, Window, Workload
+from slurm_attrib.connectors.base import Limits, MemoryBundle, SourceCoverage, Window, Workload
 from slurm_attrib.connectors.loki import LokiSource, add_matcher, label_value
 from slurm_attrib.engine import Engine
 from slurm_attrib.ruleset import load_ruleset
@@ -24,6 +24,7 @@ START = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
 END = datetime(2026, 11, 20, 9, 46, tzinfo=timezone.utc)
 WINDOW = Window(START, END, timedelta(minutes=5), timedelta(minutes=1))
 JOB = Workload(cluster="orion", job_id="88123", nodes=("gpu-a01", "gpu-a02"))
+ONE_NODE = Workload(cluster="c", job_id="1", nodes=("gpu-a01",))
 LIMITS = Limits(seconds=10.0, max_bytes=1 << 20)
 
 
@@ -60,6 +61,17 @@ def _source(url: str, **settings: Any) -> LokiSource:
     return LokiSource(LokiConfig(url=url, **{"backoff_s": 0.01, "timeout_s": 2.0, **settings}))
 
 
+def _from_fake_loki(data: dict[tuple[tuple[str, str], ...], list[tuple[int, str]]], workload: Workload,
+                    limits: Limits = LIMITS, **settings: Any) -> tuple[SourceCoverage, dict[str, bytes], list[Request]]:
+    """Collect ``workload`` from a :class:`FakeLoki` holding ``data``: the coverage, the files written and
+    the requests the server saw."""
+    with replay_server() as server:
+        server.route("GET", "/loki/api/v1/query_range", FakeLoki(data))
+        bundle = MemoryBundle()
+        cov = _source(server.url, **settings).collect(workload, WINDOW, bundle, limits)
+    return cov, bundle.files, server.requests
+
+
 def test_the_recorded_answer_becomes_a_kernel_log_with_lokis_stamps() -> None:
     with replay_server() as server:
         server.route("GET", "/loki/api/v1/query_range", Answer(200, _recorded("query_range_streams.json")),
@@ -88,18 +100,14 @@ def test_paging_forward_loses_nothing_and_doubles_nothing_at_page_boundaries() -
     other = (("host", "gpu-a01"), ("job", "kernel"), ("source", "kmsg"))
     data = {kernel: [(base + i // 2, f"line {i}") for i in range(11)],  # pairs share a stamp
             other: [(base + 3, "kmsg at 3")]}
-    with replay_server() as server:
-        server.route("GET", "/loki/api/v1/query_range", FakeLoki(data))
-        bundle = MemoryBundle()
-        cov = _source(server.url, page_limit=3, job_label="").collect(
-            Workload(cluster="c", job_id="1", nodes=("gpu-a01",)), WINDOW, bundle, LIMITS)
-    text = bundle.files["syslog/gpu-a01.log"].decode().splitlines()
+    cov, files, requests = _from_fake_loki(data, ONE_NODE, page_limit=3, job_label="")
+    text = files["syslog/gpu-a01.log"].decode().splitlines()
     messages = [line.split(" ", 2)[2] for line in text]
     assert sorted(messages) == sorted([f"line {i}" for i in range(11)] + ["kmsg at 3"])
     assert len(messages) == len(set(messages)) == 12
     stamps = [line.split(" ")[0] for line in text]
     assert stamps == sorted(stamps)
-    kernel_pages = [r for r in server.requests if "kernel" in r.param("query")]
+    kernel_pages = [r for r in requests if "kernel" in r.param("query")]
     assert len(kernel_pages) > 3 and cov.state == "ok"
 
 
@@ -107,12 +115,8 @@ def test_more_entries_in_one_nanosecond_than_a_page_holds_stop_with_a_note() -> 
     stamp = _ns(START) + 1
     data = {(("host", "gpu-a01"), ("job", "kernel")): [(stamp, f"same ns {i}") for i in range(5)]
             + [(stamp + 1, "after")]}
-    with replay_server() as server:
-        server.route("GET", "/loki/api/v1/query_range", FakeLoki(data))
-        bundle = MemoryBundle()
-        cov = _source(server.url, page_limit=2, job_label="").collect(
-            Workload(cluster="c", job_id="1", nodes=("gpu-a01",)), WINDOW, bundle, LIMITS)
-    lines = bundle.files["syslog/gpu-a01.log"].decode().splitlines()
+    cov, files, _ = _from_fake_loki(data, ONE_NODE, page_limit=2, job_label="")
+    lines = files["syslog/gpu-a01.log"].decode().splitlines()
     assert lines[-1].endswith("after") and len(lines) == 3
     assert any("share the stamp" in note for note in cov.notes)
 
@@ -122,13 +126,10 @@ def test_job_output_goes_to_the_nodes_file_of_its_host_label() -> None:
            [(_ns(START) + 5, "[rank3]: RuntimeError: NCCL error")],
            (("host", "login-1"), ("job", "slurm"), ("slurm_job_id", "88123")): [(_ns(START) + 6, "srun: error")],
            (("host", "gpu-a02"), ("job", "slurm"), ("slurm_job_id", "99999")): [(_ns(START) + 7, "other job")]}
-    with replay_server() as server:
-        server.route("GET", "/loki/api/v1/query_range", FakeLoki(app))
-        bundle = MemoryBundle()
-        cov = _source(server.url).collect(JOB, WINDOW, bundle, LIMITS)
+    cov, files, _ = _from_fake_loki(app, JOB)
     assert cov.files == ("applog/gpu-a02.log", "applog/loki.log")
-    assert bundle.files["applog/gpu-a02.log"] == b"2026-11-20T09:00:00.000000005Z [rank3]: RuntimeError: NCCL error\n"
-    assert bundle.files["applog/loki.log"] == b"2026-11-20T09:00:00.000000006Z srun: error\n"
+    assert files["applog/gpu-a02.log"] == b"2026-11-20T09:00:00.000000005Z [rank3]: RuntimeError: NCCL error\n"
+    assert files["applog/loki.log"] == b"2026-11-20T09:00:00.000000006Z srun: error\n"
 
 
 @pytest.mark.parametrize(("answers", "state", "reason"), [
@@ -154,12 +155,8 @@ def test_no_url_is_skipped() -> None:
 
 def test_the_byte_cap_cuts_at_a_line_end() -> None:
     data = {(("host", "gpu-a01"), ("job", "kernel")): [(_ns(START) + i, "x" * 100) for i in range(100)]}
-    with replay_server() as server:
-        server.route("GET", "/loki/api/v1/query_range", FakeLoki(data))
-        bundle = MemoryBundle()
-        cov = _source(server.url, job_label="").collect(Workload(cluster="c", job_id="1", nodes=("gpu-a01",)),
-                                                        WINDOW, bundle, Limits(10.0, 1000))
-    data_out = bundle.files["syslog/gpu-a01.log"]
+    cov, files, _ = _from_fake_loki(data, ONE_NODE, Limits(10.0, 1000), job_label="")
+    data_out = files["syslog/gpu-a01.log"]
     assert cov.truncated and len(data_out) <= 1000 and data_out.endswith(b"\n")
 
 
@@ -188,11 +185,8 @@ def test_a_line_another_program_wrote_in_a_shipped_kernel_stream_is_refused_and_
     real = f"Nov 20 09:40:00 gpu-a02 kernel: {xid}"
     data = {(("host", "gpu-a01"), ("job", "kernel")): [(_ns(START) + 1800 * 10**9, forged)],
             (("host", "gpu-a02"), ("job", "kernel")): [(_ns(START) + 2400 * 10**9, real)]}
-    with replay_server() as server:
-        server.route("GET", "/loki/api/v1/query_range", FakeLoki(data))
-        bundle = MemoryBundle()
-        cov = _source(server.url, job_label="").collect(JOB, WINDOW, bundle, LIMITS)
-    for rel, content in bundle.files.items():
+    cov, files, _ = _from_fake_loki(data, JOB, job_label="")
+    for rel, content in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(content)
     (tmp_path / "collection").mkdir()

@@ -35,7 +35,7 @@ def _load_replay() -> Any:
 
 
 replay = _load_replay()
-Answer, replay_server = replay.Answer, replay.replay_server
+Answer, replay_server, kube_client = replay.Answer, replay.replay_server, replay.kube_client
 kubernetes = pytest.importorskip("kubernetes")
 
 DATA = Path(__file__).parent / "recorded" / "kueue"
@@ -50,16 +50,9 @@ def recorded(name: str, folder: Path = DATA) -> Any:
     return json.loads((folder / name).read_text())
 
 
-def api_client(url: str) -> Any:
-    configuration = kubernetes.client.Configuration()
-    configuration.host = url
-    configuration.retries = False
-    return kubernetes.client.ApiClient(configuration)
-
-
 def discovery(url: str, sleeps: list[float], **kwargs: Any) -> KueueDiscovery:
     calls = ApiCalls(timeout_s=2.0, retries=kwargs.pop("retries", 2), backoff_s=0.25, sleep=sleeps.append)
-    return KueueDiscovery(api_client(url), cluster="k8s-west", calls=calls, **kwargs)
+    return KueueDiscovery(kube_client(url), cluster="k8s-west", calls=calls, **kwargs)
 
 
 def workload_pages(request: Any) -> Any:
@@ -202,7 +195,7 @@ def test_a_kueue_oom_on_one_node_is_the_root_not_an_infrastructure_culprit(tmp_p
             server.route("GET", f"/api/v1/namespaces/ml/pods/{pod}/log", _log_answer)
         server.route("GET", "/api/v1/namespaces/ml/events", _events_answer)
         found = discovery(server.url, []).discover(SINCE, UNTIL)[0]
-        source = PodLogSource(api_client(server.url), calls=ApiCalls(timeout_s=2.0, retries=0))
+        source = PodLogSource(kube_client(server.url), calls=ApiCalls(timeout_s=2.0, retries=0))
         bundle = MemoryBundle()
         coverage = collect_bounded(source, found.workload, found.window, bundle, Limits(10.0, 8 << 20))
     assert coverage.state == "ok", coverage.reason
