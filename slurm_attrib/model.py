@@ -109,11 +109,20 @@ class JobFacts:
         """The global ranks on ``node``, ascending (local rank i is the i-th)."""
         return self._node_ranks.get(node, [])
 
-    def node_for_address(self, address: str) -> Optional[str]:
+    @cached_property
+    def node_set(self) -> frozenset[str]:
+        """:attr:`nodes` for membership tests: a line's host is looked up once per symptom."""
+        return frozenset(self.nodes)
+
+    @cached_property
+    def _address_map(self) -> dict[str, str]:
+        out: dict[str, str] = {}
         for addr, node in self.addresses:
-            if addr == address:
-                return node
-        return None
+            out.setdefault(addr, node)  # the first listing of an address wins, as in the file
+        return out
+
+    def node_for_address(self, address: str) -> Optional[str]:
+        return self._address_map.get(address)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -102,6 +102,11 @@ class Line:
             yield decode(self._buf[begin:stop])
 
     @property
+    def start(self) -> int:
+        """Where the line begins in :attr:`buffer` (what :meth:`following_spans` yields for its neighbours)."""
+        return self._start
+
+    @property
     def buffer(self) -> bytes:
         """The block the line lies in (with its look-back and look-ahead), for :meth:`following_spans`."""
         return self._buf
@@ -191,6 +196,12 @@ class _Segment:
     base_offset: int  # file offset of buf[0], not counting cut bytes
     first_line: int  # line number of buf[begin]
     skips: list[tuple[int, int]]  # (buffer index, bytes cut before it, cumulative)
+    counted: tuple[int, int] = (-1, 0)  # (index, newlines in buf[begin:index]) once the hits were numbered
+
+    def newlines_to(self, index: int) -> int:
+        """Newlines in buf[begin:index], counting on from where numbering the hits stopped."""
+        pos, lines = self.counted if self.counted[0] >= 0 else (self.begin, 0)
+        return lines + count_newlines(self.buf, pos, index)
 
     def offset_of(self, index: int) -> int:
         extra = 0
@@ -219,6 +230,7 @@ def _emit_hits(seg: _Segment, prefilter: Prefilter, on_line: Callable[[Line], No
         tags.add(tag)
     if tags:
         _hand_over(seg, start, stop, count_line, tags, on_line, st)
+    seg.counted = (count_pos, count_line - seg.first_line)  # the block's line count goes on from here
 
 
 def _hand_over(seg: _Segment, start: int, stop: int, lineno: int, tags: set[int],
@@ -253,9 +265,12 @@ class _BlockReader:
                 end = buf.rfind(b"\n", begin, max(begin, len(buf) - LOOKAHEAD_BYTES))
                 if end < 0:
                     continue
-            yield _Segment(buf, begin, end, base_offset, line, skips)
+            seg = _Segment(buf, begin, end, base_offset, line, skips)
+            yield seg
             consumed = min(len(buf), end + 1)
-            lines = count_newlines(buf, begin, consumed)
+            lines = seg.newlines_to(consumed)
+            if eof and consumed > begin and not buf.endswith(b"\n"):
+                lines += 1  # the last line, which has no newline
             self._st.lines += lines
             line += lines
             keep_from = buf.find(b"\n", max(0, consumed - LOOKBACK_BYTES), consumed) + 1
@@ -265,8 +280,6 @@ class _BlockReader:
             buf = buf[keep_from:]
             begin = consumed - keep_from
             skips = [(i - keep_from, d - dropped) for i, d in skips if i >= keep_from]
-        if len(buf) > begin and not buf.endswith(b"\n"):
-            self._st.lines += 1
 
     def _read(self) -> bytes:
         """Up to BLOCK_BYTES; a read error (truncated gzip, I/O error) keeps what came before it."""

@@ -45,6 +45,22 @@ def test_hits_across_blocks_keep_numbers(monkeypatch: pytest.MonkeyPatch) -> Non
         assert data[hit.offset:].startswith(hit.text.encode())
 
 
+@pytest.mark.parametrize("every", [1, 3, 7, 1000])
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_the_line_count_is_exact_however_dense_the_hits(monkeypatch: pytest.MonkeyPatch, every: int,
+                                                          ending: bytes) -> None:
+    """Numbering the hits counts a block's newlines up to its last hit; the block's count goes on
+    from there, so no byte is counted twice and none is missed, whatever the block boundaries."""
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 16)
+    lines = [f"line {i} {'HIT' if i % every == 0 else 'ok'}".encode() for i in range(1, 300)]
+    data = b"\n".join(lines) + ending
+    found: list[Line] = []
+    stats = scan_bytes(data, RegexPrefilter([b"HIT"]), found.append)
+    assert stats.lines == 299
+    assert [h.lineno for h in found] == [i for i in range(1, 300) if i % every == 0]
+
+
 def test_following_and_preceding_lines() -> None:
     data = b"one\ntwo\nTraceback HIT\nthree\nfour\n"
     hit = _hits(data, [b"HIT"])[0]

@@ -175,7 +175,7 @@ def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
         sym.fields["reported_rank"] = int(rank_text.split(" ")[0])
     host = sym.fields.get("reported_host")
     if isinstance(host, str):
-        node = match_node(ctx.job.nodes, host)
+        node = match_node(ctx.job.node_set, host)
         if node:
             sym.fields["reported_node"] = node
     return True
@@ -266,7 +266,7 @@ def decode_dcgm(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
             sym.fields["uuid"] = labels[key]
     host = labels.get("hostname") or labels.get("Hostname")
     if host and sym.node is None:
-        sym.node = match_node(ctx.job.nodes, host)
+        sym.node = match_node(ctx.job.node_set, host)
     return True
 
 

@@ -25,7 +25,7 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import match_node, resolve_node, resolve_peer
-from .ranks import Stream, global_rank, shipped_stamp, split_rank, stream_key
+from .ranks import Stream, global_rank, shipped_stamp, stream_key
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
 
@@ -218,7 +218,7 @@ class KernelLines:
     in a kernel-only source), else ``unverified``: a tagless line, or any line of a mixed syslog file."""
 
     def __init__(self, ctx: EngineContext, bf: BundleFile) -> None:
-        self.nodes = ctx.job.nodes
+        self.nodes = ctx.job.node_set
         self.own = bf.node if bf.node in ctx.job.nodes else None
         origin = ctx.bundle.kernel_origin(bf.node)
         self.trusted_file = origin == "" or origin in TRUSTED_KERNEL_ORIGINS  # "": a bundle made by hand
@@ -289,7 +289,7 @@ class _LineHandler:
         self.symptom_lines += self.found > before
 
     def _judge(self, line: Line) -> None:
-        stream, text = split_rank(line.text) if self.app else (None, line.text)
+        stream, text = self.stamps.hit(line) if self.app else (None, line.text)
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
             assert rule.match is not None

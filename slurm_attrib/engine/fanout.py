@@ -13,9 +13,10 @@ import multiprocessing
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from queue import Empty
+from typing import Any, Callable, Optional
 
 from ..bundle import BundleFile
 from ..model import Coverage, Symptom
@@ -101,27 +102,74 @@ def fold(ctx: EngineContext, result: FileResult) -> None:
         total.reason = cov.reason or total.reason
 
 
-# The forked workers inherit the job instead of receiving it: the bundle, rules and compiled
-# prefilters are never pickled, only each file's index goes out and its FileResult comes back.
-_JOB: Optional[tuple[EngineContext, Sequence[BundleFile], FileScan]] = None
-
-
 def _in_workers(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan, workers: int) -> list[FileResult]:
-    """Largest files first so no worker is left with a big one at the end; results in file order."""
-    global _JOB
+    """This process and ``workers - 1`` forked helpers take the files, largest first, from one shared
+    counter, so no one is left with a big file at the end and this process never waits idle; results
+    in file order. The helpers inherit the job instead of receiving it (the bundle, rules and compiled
+    prefilters are never pickled): only their FileResults come back. A file a helper could not finish
+    (it died, or raised) is extracted here, where the same input fails the same way as without helpers."""
     order = sorted(range(len(files)), key=lambda i: (-_size(files[i]), i))
-    _JOB = (ctx, files, scan)
-    gc.freeze()  # the workers' collections then skip the inherited heap instead of copying every page of it
+    forked = multiprocessing.get_context("fork")
+    claimed = forked.Value("i", 0)
+    queue: Any = forked.Queue()
+    job = (ctx, files, scan, order, claimed, queue)
+    helpers = [forked.Process(target=_helper, args=job, daemon=True) for _ in range(workers - 1)]
+    done: dict[int, FileResult] = {}
+    gc.freeze()  # the helpers' collections then skip the inherited heap instead of copying every page of it
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            done = dict(pool.imap_unordered(_extract_in_worker, order, chunksize=1))
+        for helper in helpers:
+            helper.start()
+        for index in _claims(order, claimed):
+            done[index] = extract_file(ctx, files[index], scan)
+        _collect(queue, helpers, done, len(files))
     finally:
         gc.unfreeze()
-        _JOB = None
+        for helper in helpers:
+            helper.join(timeout=1)
+            if helper.is_alive():
+                helper.kill()
+                helper.join()
+        queue.close()
+    for index in range(len(files)):
+        if index not in done:
+            done[index] = extract_file(ctx, files[index], scan)
     return [done[i] for i in range(len(files))]
 
 
-def _extract_in_worker(index: int) -> tuple[int, FileResult]:
-    assert _JOB is not None
-    ctx, files, scan = _JOB
-    return index, extract_file(ctx, files[index], scan)
+def _claims(order: list[int], claimed: Any) -> Iterator[int]:
+    """The next unclaimed file of ``order``, until none is left (shared by this process and its helpers)."""
+    while True:
+        with claimed.get_lock():
+            position = claimed.value
+            if position >= len(order):
+                return
+            claimed.value = position + 1
+        yield order[position]
+
+
+def _helper(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan, order: list[int], claimed: Any,
+            queue: Any) -> None:
+    for index in _claims(order, claimed):
+        try:
+            result: Optional[FileResult] = extract_file(ctx, files[index], scan)
+        except Exception:  # the calling process extracts the file again and fails there
+            result = None
+        queue.put((index, result))
+    queue.close()
+    queue.join_thread()
+
+
+def _collect(queue: Any, helpers: list[Any], done: dict[int, FileResult], total: int) -> None:
+    """The helpers' results, until every file has one or no helper is left to send more."""
+    while len(done) < total:
+        try:
+            index, result = queue.get(timeout=0.1)
+        except Empty:
+            if any(helper.is_alive() for helper in helpers):
+                continue
+            try:  # every helper is gone: what they sent before leaving is in the pipe already
+                index, result = queue.get(timeout=0.1)
+            except Empty:
+                return
+        if result is not None:
+            done[index] = result

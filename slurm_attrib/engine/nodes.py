@@ -4,6 +4,7 @@ which job node an NCCL/IB peer address stands for."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any, Optional
 
 from .context import EngineContext
@@ -15,7 +16,7 @@ def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[in
                  host: Any) -> Optional[str]:
     """Host named in the line, else the rank's node, else the node the file belongs to."""
     if isinstance(host, str) and host:
-        named = match_node(ctx.job.nodes, host)
+        named = match_node(ctx.job.node_set, host)
         if named:
             return named
     if rank is not None:
@@ -27,8 +28,9 @@ def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[in
     return file_node
 
 
-def match_node(nodes: tuple[str, ...], name: str) -> Optional[str]:
-    """``node-03`` or ``node-03.cluster.example`` → ``node-03`` when it is one of ``nodes``."""
+def match_node(nodes: Collection[str], name: str) -> Optional[str]:
+    """``node-03`` or ``node-03.cluster.example`` → ``node-03`` when it is one of ``nodes`` (a job's
+    :attr:`~slurm_attrib.model.JobFacts.node_set` answers in one look-up however many nodes it has)."""
     if name in nodes:
         return name
     short = name.split(".", 1)[0]
@@ -38,7 +40,7 @@ def match_node(nodes: tuple[str, ...], name: str) -> Optional[str]:
 def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
     """An NCCL/IB peer (``10.0.0.3<54862>``, ``fe80::1%ib0<5>``, ``node-03``) → a job node."""
     bare = _bare_address(peer)
-    return match_node(ctx.job.nodes, bare) or ctx.job.node_for_address(bare)
+    return match_node(ctx.job.node_set, bare) or ctx.job.node_for_address(bare)
 
 
 def _bare_address(peer: str) -> str:

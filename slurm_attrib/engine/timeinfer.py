@@ -41,7 +41,7 @@ class LineStamps:
 
     def __init__(self, timectx: TimeContext) -> None:
         self.timectx = timectx
-        self._split: dict[str, tuple[Optional[StreamKey], str]] = {}
+        self._split: dict[str, tuple[Optional[Stream], Optional[StreamKey], str]] = {}
         self._stamps: dict[str, ParsedStamp] = {}
         self._chars = 0  # characters of the texts held (each held a few times: key, rest, message)
         self._buffer: bytes = b""  # the block the spans below index
@@ -57,13 +57,27 @@ class LineStamps:
             found = self._spans[start] = self.split(decode(buffer[start:stop]))
         return found
 
+    def hit(self, line: Line) -> tuple[Optional[Stream], str]:
+        """:func:`split_rank` of a hit line, remembered as a neighbour too: the hits of a burst are each
+        other's neighbours, so the look-back and look-ahead of the next hits find them split already."""
+        stream, key, rest = self.parts(line.text)
+        if line.buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
+            self._buffer, self._spans = line.buffer, {}
+        self._spans[line.start] = (key, rest)
+        return stream, rest
+
     def split(self, text: str) -> tuple[Optional[StreamKey], str]:
         """``stream_key`` of the line's rank prefix, and the line without it."""
+        _, key, rest = self.parts(text)
+        return key, rest
+
+    def parts(self, text: str) -> tuple[Optional[Stream], Optional[StreamKey], str]:
+        """The line's rank prefix (:func:`split_rank`), its ``stream_key`` and the line without it."""
         found = self._split.get(text)
         if found is None:
             self._make_room(len(text))
             stream, rest = split_rank(text)
-            found = self._split[text] = (stream_key(stream), rest)
+            found = self._split[text] = (stream, stream_key(stream), rest)
         return found
 
     def stamp(self, text: str) -> ParsedStamp:

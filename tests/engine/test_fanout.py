@@ -58,6 +58,79 @@ def test_results_are_folded_in_file_order_whichever_worker_finishes_first(engine
     assert parallel == canonical.dumps(engine.diagnose(bundle, replace(engine.settings, workers=1)).to_dict())
 
 
+def _in_helper_only(engine: Engine, monkeypatch: pytest.MonkeyPatch, act: object) -> None:
+    """Make every forked helper ``act`` on each file it takes; this process extracts as usual."""
+    scan = engine.extractor._scan_file
+    parent = os.getpid()
+
+    def scan_or_act(ctx: object, bf: object) -> None:
+        if os.getpid() != parent:
+            act()  # type: ignore[operator]
+        scan(ctx, bf)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine.extractor, "_scan_file", scan_or_act)
+
+
+def test_files_a_dead_helper_took_are_extracted_here(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper killed mid-file (the OOM killer, a crash) leaves no hole: this process takes its files."""
+    bundle = load_bundle(BUNDLES[0])
+    alone = canonical.dumps(engine.diagnose(bundle, replace(engine.settings, workers=1)).to_dict())
+    _in_helper_only(engine, monkeypatch, lambda: os._exit(9))
+    assert canonical.dumps(engine.diagnose(bundle, replace(engine.settings, workers=3)).to_dict()) == alone
+
+
+def test_a_file_that_fails_in_a_helper_fails_here_as_without_helpers(engine: Engine,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = load_bundle(BUNDLES[0])
+    scan = engine.extractor._scan_file
+    broken = bundle.files[-1].rel
+
+    def fails_on_one(ctx: object, bf: object) -> None:
+        if getattr(bf, "rel", "") == broken:
+            raise ValueError(f"cannot scan {broken}")
+        scan(ctx, bf)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine.extractor, "_scan_file", fails_on_one)
+    with pytest.raises(ValueError, match="cannot scan"):
+        engine.diagnose(bundle, replace(engine.settings, workers=1))
+    with pytest.raises(ValueError, match="cannot scan"):
+        engine.diagnose(bundle, replace(engine.settings, workers=3))
+
+
+def test_this_process_extracts_too_and_helpers_send_only_their_files(engine: Engine,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two workers, one helper is forked and this process takes files from the same counter."""
+    bundle = load_bundle(BUNDLES[0])
+    here: list[str] = []
+    scan = engine.extractor._scan_file
+    parent = os.getpid()
+
+    def note(ctx: object, bf: object) -> None:
+        if os.getpid() == parent:
+            here.append(getattr(bf, "rel", ""))
+        else:
+            time.sleep(0.05)  # a slow helper: this process must not wait for it with files left
+        scan(ctx, bf)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine.extractor, "_scan_file", note)
+    started: list[object] = []
+    real_process = fanout.multiprocessing.get_context("fork").Process
+
+    class Counted(real_process):  # type: ignore[misc,valid-type]
+        def start(self) -> None:
+            started.append(self)
+            super().start()
+
+    monkeypatch.setattr(type(fanout.multiprocessing.get_context("fork")), "Process", Counted)
+    engine.diagnose(bundle, replace(engine.settings, workers=2))
+    assert len(started) == 1
+    assert here  # not idle while the helper works
+    assert len(here) == len(set(here))  # no file twice
+
+
 def test_a_small_bundle_is_extracted_without_a_pool(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_pool(*_args: object) -> None:
         raise AssertionError("a pool was started for a small bundle")

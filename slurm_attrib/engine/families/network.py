@@ -7,6 +7,7 @@ the mlx5 CQE syndromes UCX prints (ucx src/uct/ib/mlx5/ib_mlx5_log.c) and the er
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -51,6 +52,7 @@ MLX5_SYNDROME_STATUS = {0x1: 1, 0x2: 2, 0x4: 4, 0x5: 5, 0x6: 6, 0x10: 7, 0x11: 8
                         0x14: 11, 0x15: 12, 0x16: 13, 0x22: 16}
 
 
+@functools.lru_cache(maxsize=64)
 def completion_verdict(status: Optional[int]) -> Verdict:
     """A failed work completion: 12 (the peer stopped acknowledging: the link or the peer) is a network
     candidate without a culprit; 5 (flushed after the QP broke) and 13 (receiver not ready: the peer
