@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
@@ -44,12 +45,24 @@ log = logging.getLogger("slurm_attrib.rules")
 
 @dataclass(frozen=True)
 class Match:
-    """What an extract rule looks for: literal anchors (the prefilter) and the detailed regex."""
+    """What an extract rule looks for: literal anchors (the prefilter) and the detailed regex.
+
+    The regexes are compiled when first used: most rules never see a hit in a given bundle, and
+    compiling all of them would cost every start of the command line. A site rule's are compiled
+    when it is loaded, so one that does not compile is quarantined (bundled ones are tested)."""
 
     source: str
     anchors: tuple[str, ...]
-    regex: re.Pattern[str]
-    exclude: Optional[re.Pattern[str]] = None
+    pattern: str
+    exclude_pattern: str = ""
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    @cached_property
+    def exclude(self) -> Optional[re.Pattern[str]]:
+        return re.compile(self.exclude_pattern) if self.exclude_pattern else None
 
 
 @dataclass(frozen=True)
@@ -203,7 +216,7 @@ def build_rule(path: str, data: dict[str, Any], origin: str = "bundled") -> Rule
     if not isinstance(version, int) or isinstance(version, bool):
         raise at.fail("version", "version must be an integer")
     check_shape(raw, phase, at)
-    match = _build_match(raw.get("match"), at) if phase == "extract" else None
+    match = _build_match(raw.get("match"), at, compile_now=origin != "bundled") if phase == "extract" else None
     impl = str(raw.get("implementation", ""))
     _check_logic(raw, phase, impl, match, at)
     return Rule(
@@ -256,7 +269,7 @@ def _strip_lines(value: Any) -> Any:
     return value
 
 
-def _build_match(data: Any, at: Positions) -> Optional[Match]:
+def _build_match(data: Any, at: Positions, compile_now: bool = True) -> Optional[Match]:
     if not isinstance(data, dict):
         return None
     source = str(data.get("source", ""))
@@ -265,18 +278,20 @@ def _build_match(data: Any, at: Positions) -> Optional[Match]:
     anchors = data.get("anchors") or []
     if not isinstance(anchors, list) or not anchors or not all(isinstance(a, str) and a for a in anchors):
         raise at.fail("match.anchors", "match.anchors must be a non-empty list of literal strings")
-    exclude = _compile(at, data.get("exclude"), "exclude") if data.get("exclude") else None
-    return Match(source=source, anchors=tuple(anchors), regex=_compile(at, data.get("regex"), "regex"),
-                 exclude=exclude)
+    exclude = _pattern(at, data.get("exclude"), "exclude", compile_now) if data.get("exclude") else ""
+    return Match(source=source, anchors=tuple(anchors), pattern=_pattern(at, data.get("regex"), "regex", compile_now),
+                 exclude_pattern=exclude)
 
 
-def _compile(at: Positions, pattern: Any, key: str) -> re.Pattern[str]:
+def _pattern(at: Positions, pattern: Any, key: str, compile_now: bool) -> str:
     if not isinstance(pattern, str) or not pattern:
         raise at.fail(f"match.{key}", f"match.{key} must be a non-empty regular expression")
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise at.fail(f"match.{key}", f"match.{key} does not compile: {exc}") from None
+    if compile_now:
+        try:
+            re.compile(pattern)  # kept in re's own cache for the first use
+        except re.error as exc:
+            raise at.fail(f"match.{key}", f"match.{key} does not compile: {exc}") from None
+    return pattern
 
 
 def python_part_problem(rule: Rule) -> Optional[RuleProblem]:

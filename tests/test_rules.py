@@ -52,6 +52,16 @@ def test_invalid_rule_reports_path_and_line_of_the_key() -> None:
     assert str(ruleset.quarantined[0]).startswith("site/bad.yaml:9: match.regex does not compile")
 
 
+def test_every_bundled_regex_compiles() -> None:
+    """Bundled rules' regexes are compiled on first use (site rules' when loaded): this is their check."""
+    extract = [r for r in load_ruleset(include_site=False).rules if r.match is not None]
+    assert len(extract) > 50
+    for rule in extract:
+        assert rule.match is not None
+        assert rule.match.regex.pattern == rule.match.pattern
+        assert (rule.match.exclude is None) == (not rule.match.exclude_pattern)
+
+
 def test_site_rules_directory_is_loaded(tmp_path: Path) -> None:
     (tmp_path / "local.yaml").write_text(
         "id: site.disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"

@@ -96,7 +96,7 @@ def test_no_trailing_newline_and_empty_input() -> None:
 
 
 def _literal_rule(anchor: str) -> Rule:
-    match = Match(source="kernel", anchors=(anchor,), regex=re.compile(re.escape(anchor)))
+    match = Match(source="kernel", anchors=(anchor,), pattern=re.escape(anchor))
     return Rule(id=anchor, version=1, phase="extract", title=anchor, description="", path="r.yaml", line=1,
                 match=match)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Optional
 
 from ..bundle import TRUSTED_KERNEL_ORIGINS, BundleFile
@@ -38,18 +39,29 @@ class AnchorIndex:
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
-        anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
+        self._anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
+        self._plain = [tuple(a for a in _anchors(r) if not a.endswith("\n")) for r in rules]
+        self._line_end = [tuple(a.rstrip("\n") for a in _anchors(r) if a.endswith("\n")) for r in rules]
+
+    # The two regexes over all anchors are compiled when first needed (the ``re`` prefilter, an anchor
+    # that ends a line): with Hyperscan most runs never need them, and every start would pay for them.
+    @cached_property
+    def _pattern(self) -> re.Pattern[str]:
         # a lookahead finds an anchor at every position, also one that starts inside another's match
-        self._pattern = re.compile("(?=(" + "|".join(re.escape(a.rstrip("\n")) for a in anchors) + "))")
+        return re.compile("(?=(" + "|".join(re.escape(a.rstrip("\n")) for a in self._anchors) + "))")
+
+    @cached_property
+    def _owners(self) -> dict[str, list[int]]:
         owners: dict[str, set[int]] = defaultdict(set)
-        for index, rule in enumerate(rules):
+        for index, rule in enumerate(self.rules):
             for anchor in rule.match.anchors if rule.match else ():
                 owners[anchor.rstrip("\n")].add(index)
         # a longer anchor found at a position also stands for every anchor it contains
-        self._owners = {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
-        self._any_anchor = re.compile(b"|".join(re.escape(a.encode()) for a in anchors))
-        self._plain = [tuple(a for a in _anchors(r) if not a.endswith("\n")) for r in rules]
-        self._line_end = [tuple(a.rstrip("\n") for a in _anchors(r) if a.endswith("\n")) for r in rules]
+        return {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
+
+    @cached_property
+    def _any_anchor(self) -> re.Pattern[bytes]:
+        return re.compile(b"|".join(re.escape(a.encode()) for a in self._anchors))
 
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()

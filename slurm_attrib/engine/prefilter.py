@@ -43,7 +43,7 @@ class HyperscanPrefilter:
         def on_match(rule: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             found.append((start + to - 1, rule))
 
-        self._db.scan(data[start:end], match_event_handler=on_match, scratch=self._scratch)
+        self._db.scan(memoryview(data)[start:end], match_event_handler=on_match, scratch=self._scratch)
         found.sort()
         yield from found
 
@@ -74,7 +74,7 @@ MAX_DATABASES = 16  # a long-lived process whose rules keep changing holds no mo
 def _database(hs: Any, rules: Sequence[Rule]) -> Any:
     """Compiled once per process and set of rules, and kept on disk between runs (compiling costs a
     third of a second, see :mod:`.dbcache`). The cache key is what the patterns are made from (each
-    rule's regex, flags, source and anchors, and the code that translates them), so a start that finds
+    rule's regex (its flags inline), source and anchors, and the code that translates them), so a start that finds
     its database also skips the translation (80 ms for the bundled rules)."""
     sources = tuple(_source(rule) for rule in rules)
     found = _DATABASES.get(sources)
@@ -94,7 +94,7 @@ def _database(hs: Any, rules: Sequence[Rule]) -> Any:
 
 def _source(rule: Rule) -> tuple[Any, ...]:
     assert rule.match is not None
-    return (rule.match.regex.pattern, rule.match.regex.flags, rule.match.source, tuple(sorted(rule.match.anchors)))
+    return (rule.match.pattern, rule.match.source, tuple(sorted(rule.match.anchors)))  # flags: in the pattern
 
 
 @functools.lru_cache(maxsize=1)

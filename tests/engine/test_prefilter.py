@@ -6,7 +6,6 @@ line and whatever other anchor it overlaps; and both prefilters must give the sa
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import replace
@@ -27,7 +26,7 @@ CORPUS = ROOT / "corpus"
 
 def _rule(rule_id: str, *anchors: str) -> Rule:
     return Rule(id=rule_id, version=1, phase="extract", title=rule_id, description="", path=f"{rule_id}.yaml",
-                line=1, match=Match(source="app", anchors=anchors, regex=re.compile(".")))
+                line=1, match=Match(source="app", anchors=anchors, pattern="."))
 
 
 def _ids(index: AnchorIndex, text: str) -> list[str]:
@@ -103,8 +102,8 @@ def test_the_fallback_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPat
 def test_hyperscan_names_the_rule_whose_regex_the_line_may_match() -> None:
     hyperscan = pytest.importorskip("hyperscan")
     rules = [_rule("ok", "nfs: server"), _rule("down", "nfs: server")]
-    rules = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ OK"))),
-             replace(rules[1], match=replace(rules[1].match, regex=re.compile(r"nfs: server \S+ not responding")))]
+    rules = [replace(rules[0], match=replace(rules[0].match, pattern=r"nfs: server \S+ OK")),
+             replace(rules[1], match=replace(rules[1].match, pattern=r"nfs: server \S+ not responding"))]
     fast = prefilter.HyperscanPrefilter(hyperscan, rules)
     data = b"nfs: server a OK\nnfs: server b not responding\nnfs: server c\n"
     assert list(fast.hits(data, 0, len(data))) == [(15, 0), (44, 1)]
@@ -117,7 +116,7 @@ def test_a_start_that_finds_its_database_on_disk_translates_nothing(tmp_path: Pa
     hyperscan = pytest.importorskip("hyperscan")
     monkeypatch.setenv("SLURM_ATTRIB_CACHE_DIR", str(tmp_path / "cache"))
     rules = [_rule("down", "nfs: server")]
-    rules = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ not responding")))]
+    rules = [replace(rules[0], match=replace(rules[0].match, pattern=r"nfs: server \S+ not responding"))]
     monkeypatch.setattr(prefilter, "_DATABASES", {})
     prefilter.HyperscanPrefilter(hyperscan, rules)  # compiles and stores
     translated: list[str] = []
@@ -126,7 +125,7 @@ def test_a_start_that_finds_its_database_on_disk_translates_nothing(tmp_path: Pa
     monkeypatch.setattr(prefilter, "_DATABASES", {})  # a new process
     warm = prefilter.HyperscanPrefilter(hyperscan, rules)
     assert translated == [] and list(warm.hits(b"nfs: server b not responding\n", 0, 29)) == [(27, 0)]
-    changed = [replace(rules[0], match=replace(rules[0].match, regex=re.compile(r"nfs: server \S+ not OK")))]
+    changed = [replace(rules[0], match=replace(rules[0].match, pattern=r"nfs: server \S+ not OK"))]
     prefilter.HyperscanPrefilter(hyperscan, changed)
     assert translated == ["down"]
 
@@ -134,7 +133,7 @@ def test_a_start_that_finds_its_database_on_disk_translates_nothing(tmp_path: Pa
 def test_a_regex_bytes_cannot_express_falls_back_on_its_anchors() -> None:
     rule = _rule("empty", "Xid", "GPU lost\n")
     assert rule.match is not None
-    rule = replace(rule, match=replace(rule.match, regex=re.compile(r"(?:x)?")))
+    rule = replace(rule, match=replace(rule.match, pattern=r"(?:x)?"))
     assert prefilter.rule_patterns(rule)[0] == prefilter.anchor_pattern(rule)
 
 
