@@ -52,22 +52,25 @@ def worker_count(configured: int) -> int:
 
 def extract_files(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan) -> None:
     """Run ``scan`` over every file and fold the results into ``ctx`` in file order."""
-    workers = min(worker_count(ctx.settings.workers), len(files))
-    results: Iterable[FileResult]
-    if workers > 1 and _pool_pays(files):
-        results = _in_workers(ctx, files, scan, workers)
-    else:
-        results = (extract_file(ctx, bf, scan) for bf in files)
+    workers = processes(files, worker_count(ctx.settings.workers))
+    results: Iterable[FileResult] = (_in_workers(ctx, files, scan, workers) if workers > 1
+                                     else (extract_file(ctx, bf, scan) for bf in files))
     for result in results:
         fold(ctx, result)
 
 
-def _pool_pays(files: Sequence[BundleFile]) -> bool:
-    """Big enough to pay for the pool, and safe to fork: a process with other threads is not (a lock
-    one of them holds would stay locked in the child)."""
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return False
-    return sum(_size(bf) for bf in files) >= PARALLEL_MIN_BYTES
+def processes(files: Sequence[BundleFile], wanted: int) -> int:
+    """How many processes extract ``files``: ``wanted``, but one for a bundle under PARALLEL_MIN_BYTES,
+    at most one per half of that and one per file (64 CPUs do not fork 63 helpers for 40 MB), and one
+    where forking is not safe: in a process with other threads (a lock one of them holds would stay
+    locked in the child)."""
+    if wanted <= 1 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return 1
+    total = sum(_size(bf) for bf in files)
+    if total < PARALLEL_MIN_BYTES:
+        return 1
+    share = PARALLEL_MIN_BYTES // 2
+    return max(1, min(wanted, len(files), total // share if share else len(files)))
 
 
 def _size(bf: BundleFile) -> int:

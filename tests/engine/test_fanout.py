@@ -139,6 +139,19 @@ def test_a_small_bundle_is_extracted_without_a_pool(engine: Engine, monkeypatch:
     engine.diagnose(BUNDLES[0], replace(engine.settings, workers=4))
 
 
+def test_processes_grow_with_the_bundle_not_only_with_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = load_bundle(BUNDLES[0]).files
+    total = sum(os.stat(bf.path).st_size for bf in files)
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", total + 1)
+    assert fanout.processes(files, 64) == 1  # under the minimum: no helper
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", total)
+    assert fanout.processes(files, 64) == 2  # one process per half of the minimum
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", 0)
+    assert fanout.processes(files, 64) == len(files)  # never more than one per file
+    assert fanout.processes(files, 2) == 2
+    assert fanout.processes(files, 1) == 1
+
+
 def test_the_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(fanout.WORKERS_ENV, raising=False)
     assert fanout.worker_count(0) == len(os.sched_getaffinity(0))
