@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+DEFAULT_HISTORY_DAYS = 30  # how far back a verdict reads its nodes' culprit history in the store
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -17,7 +19,7 @@ class EngineSettings:
     supporting_per_group: int = 5  # supporting symptoms listed per (kind, node); the rest are counted
     supporting_max: int = 100  # supporting symptoms listed in all; the rest are counted per kind
     max_evidence: int = 200  # evidence lines listed in a diagnosis
-    workers: int = 0  # processes extracting a big bundle's files; 0: every CPU the process may use, 1: none
+    workers: int = 0  # processes extracting a big bundle's files (this one and helpers); 0: every CPU, 1: this one
     # Bounds on what one file can make the engine hold: symptoms of one rule per rank (per file without
     # rank prefixes), and of one rule per file; the lines past a cap are counted in the coverage, not kept.
     max_symptoms_per_rank: int = 50

@@ -9,6 +9,7 @@ Every command that judges evidence builds its engine from the configuration (``-
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -17,22 +18,42 @@ from typing import Callable, Optional
 from .. import __version__
 from ..errors import AttribError
 from ..termsafe import for_terminal
-from . import diagnose, doctor, evaluate, node, rules, serve, slurm, store, watch
 from .common import EXIT_USAGE
 
-GROUPS = (diagnose, rules, evaluate, store, slurm, node, doctor, serve, watch)
+# The modules that register commands, in the order the help lists them.
+GROUPS = ("diagnose", "rules", "evaluate", "store", "slurm", "node", "doctor", "serve", "watch")
+# Which module registers each command: a run imports the module of its command only. The others bring
+# the store, the service, the Slurm backends and the connectors (~30 ms of every start); the help and
+# a name that is no command load them all. tests/cli/test_main.py checks this table against `register`.
+COMMANDS = {
+    "diagnose": "diagnose", "demo": "diagnose", "rules": "rules", "eval": "evaluate", "show": "store",
+    "query": "store", "nodes": "store", "stats": "store", "replay": "store", "sweep": "store",
+    "import-spool": "store", "finalize": "slurm", "remediate": "slurm", "collect": "node",
+    "epilog-config": "node", "doctor": "doctor", "serve": "serve", "watch": "watch",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with ``argv`` naming a known command, of that command's module."""
     parser = argparse.ArgumentParser(prog="slurm-attrib", description="Deterministic failure attribution "
                                      "for GPU training jobs on Slurm.")
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="show the version and the prefilter in use (hyperscan or re), then exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = _module_of(argv)
     for group in GROUPS:
-        group.register(sub)
+        if wanted is None or group == wanted:
+            importlib.import_module(f"{__name__}.{group}").register(sub)
     return parser
+
+
+def _module_of(argv: Optional[Sequence[str]]) -> Optional[str]:
+    """The module of the command ``argv`` runs (its first word that is no option); None for all."""
+    for word in argv or ():
+        if not word.startswith("-"):
+            return COMMANDS.get(word)
+    return None
 
 
 class _VersionAction(argparse.Action):
@@ -48,7 +69,8 @@ class _VersionAction(argparse.Action):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     func: Optional[Callable[[argparse.Namespace], int]] = getattr(args, "func", None)
     if func is None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import canonical
 from ..config import DEFAULT_PATH, ENV_PATH, Config, load_config
+from ..settings import DEFAULT_HISTORY_DAYS
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -30,6 +31,32 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules-dir", help="site rules directory (default $SLURM_ATTRIB_RULES_D, else the "
                                             "configuration's rules_dir, /etc/slurm-attrib/rules.d)")
     parser.add_argument("--no-site-rules", action="store_true", help="use the bundled rules only")
+
+
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--history-days", type=_history_days, default=DEFAULT_HISTORY_DAYS,
+                        help="how far back the culprit history of a node reaches (days, or 30d, 2w)")
+
+
+def _history_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        from ..store.timespec import parse_duration
+
+        delta = parse_duration(text)
+        days = delta.total_seconds() / 86400 if delta else 0.0
+    if days <= 0:
+        raise argparse.ArgumentTypeError(f"not a number of days or a duration: {text!r}")
+    return days
+
+
+def history_text(evidence: dict[str, list[str]], culprits: list[str], days: float) -> str:
+    """What the store says of the culprit nodes' earlier jobs, after a verdict printed as text."""
+    lines = [f"  {node}: culprit of {len(evidence[node])} earlier job(s): {', '.join(evidence[node])}"
+             for node in culprits if evidence.get(node)]
+    return (f"\nstore history of the culprit nodes ({days:g} days before the job):\n" + "\n".join(lines) + "\n") \
+        if lines else ""
 
 
 def config_of(args: argparse.Namespace) -> Config:

@@ -9,12 +9,18 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ..attribution import SqliteVerdictStore, attribute
 from ..data import demo_bundle
-from ..store import StoreError
 from ..termsafe import for_terminal
-from .common import add_rule_options, command, config_of, engine_of, now_of, write_diagnosis
-from .store import add_history_option, history_text
+from .common import (
+    add_history_option,
+    add_rule_options,
+    command,
+    config_of,
+    engine_of,
+    history_text,
+    now_of,
+    write_diagnosis,
+)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -23,6 +29,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.store:
         write_diagnosis(engine.diagnose(args.bundle), args.format)
         return 0
+    from ..attribution import SqliteVerdictStore, attribute  # the store's modules, only when it is used
+    from ..store import StoreError
+
     # By hand, a store that cannot be used is an error, never a reason to write into the production
     # spool (the finalizer would import the verdict into the production store): only --spool-dir spools.
     store = SqliteVerdictStore(replace(config.store, path=args.store), args.spool_dir)

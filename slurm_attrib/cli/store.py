@@ -19,9 +19,9 @@ from ..store.errors import StoreError
 from ..store.progress import ProgressBar
 from ..store.rows import JobKey
 from ..store.tables import FORMATS, format_rows
-from ..store.timespec import parse_duration, parse_when
+from ..store.timespec import parse_when
 from ..termsafe import for_terminal
-from .common import add_config_option, add_rule_options, command, config_of, engine_of
+from .common import add_config_option, add_history_option, add_rule_options, command, config_of, engine_of, history_text
 from .common import now_of as _now
 
 if TYPE_CHECKING:
@@ -37,24 +37,6 @@ def _open(args: argparse.Namespace, create: bool = False) -> store_db.Store:
     """The store of ``--store``, else ``$SLURM_ATTRIB_STORE``, else the configuration's ``store.path``."""
     config = config_of(args)
     return store_db.Store.open(store_db.resolve_store_path(args.store, configured=config.store.path), create=create)
-
-
-def _history_days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        delta = parse_duration(text)
-        days = delta.total_seconds() / 86400 if delta else 0.0
-    if days <= 0:
-        raise argparse.ArgumentTypeError(f"not a number of days or a duration: {text!r}")
-    return days
-
-
-def history_text(evidence: dict[str, list[str]], culprits: list[str], days: float) -> str:
-    lines = [f"  {node}: culprit of {len(evidence[node])} earlier job(s): {', '.join(evidence[node])}"
-             for node in culprits if evidence.get(node)]
-    return (f"\nstore history of the culprit nodes ({days:g} days before the job):\n" + "\n".join(lines) + "\n") \
-        if lines else ""
 
 
 # -- show ------------------------------------------------------------------------------------------
@@ -270,11 +252,6 @@ def _store_options(parser: argparse.ArgumentParser, window: bool = True, fmt: bo
         parser.add_argument("--until", help="before this time: ISO date/time or a duration back from now")
     if fmt:
         parser.add_argument("--format", choices=FORMATS, default="table", help="output format")
-
-
-def add_history_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--history-days", type=_history_days, default=history.DEFAULT_HISTORY_DAYS,
-                        help="how far back the culprit history of a node reaches (days, or 30d, 2w)")
 
 
 def register(sub: Any) -> None:

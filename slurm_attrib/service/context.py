@@ -19,6 +19,7 @@ from ..attribution import Attribution, History, SqliteVerdictStore, attribute
 from ..config import Config
 from ..engine import Engine
 from ..errors import BundleError
+from ..settings import DEFAULT_HISTORY_DAYS
 from ..store import Store, StoreError, StoreSettings
 from ..store import history as store_history
 from ..store.reports import Window
@@ -100,7 +101,7 @@ class Service:
     engines: EnginePool
     tokens: Tokens
     spool_dir: Path
-    history_days: float = float(store_history.DEFAULT_HISTORY_DAYS)
+    history_days: float = float(DEFAULT_HISTORY_DAYS)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
     node_networks: tuple[Network, ...] = ()
     limits: Limits = field(default_factory=Limits)

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 from typing import Optional
 
 from ..engine import EngineSettings
+from ..settings import DEFAULT_HISTORY_DAYS
 from .db import Store
 from .rows import JobKey
 
-DEFAULT_HISTORY_DAYS = 30
 # Xids NVIDIA's investigatory workflows judge by repetition on the same GPU (application unless it repeats)
 GPU_WORKFLOW_XIDS = (13, 31, 43)
 

@@ -9,10 +9,11 @@ from datetime import datetime
 from typing import Any, Optional
 
 from ..engine import Engine, EngineSettings
+from ..settings import DEFAULT_HISTORY_DAYS
 from ..timestamps import parse_iso
 from . import packing
 from .db import Store
-from .history import DEFAULT_HISTORY_DAYS, settings_with_history
+from .history import settings_with_history
 from .progress import ProgressCallback
 from .reports import Window
 from .rows import JobKey, verdict_id

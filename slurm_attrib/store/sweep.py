@@ -16,10 +16,11 @@ import yaml
 
 from ..engine import Engine
 from ..errors import AttribError
+from ..settings import DEFAULT_HISTORY_DAYS
 from ..slurm.records import AcctRecord
 from .db import Store
 from .errors import StoreError
-from .history import DEFAULT_HISTORY_DAYS, settings_with_history
+from .history import settings_with_history
 from .progress import ProgressCallback
 from .rows import JobKey
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_attrib import cli
 from slurm_attrib.cli import build_parser, main
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -29,6 +30,37 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
     for name, sub in commands:
         assert sub.description, f"{name} has no help text"
         assert f"slurm-attrib {name}" in README, f"{name} is not documented in README.md"
+
+
+def test_each_command_is_registered_by_the_module_the_table_names() -> None:
+    """A run imports only its command's module (cli.COMMANDS): the table must say who registers what."""
+    every = {name for name, _ in _commands(build_parser()) if " " not in name}
+    assert every == set(cli.COMMANDS)
+    for group in cli.GROUPS:
+        mine = {name for name, module in cli.COMMANDS.items() if module == group}
+        for name in mine:
+            alone = {c for c, _ in _commands(build_parser([name, "--help"])) if " " not in c}
+            assert alone == mine, name
+
+
+def test_a_run_imports_only_its_commands_module() -> None:
+    """`diagnose` does not pay for the store, the service or the connectors at every start."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from slurm_attrib.cli import build_parser; build_parser(['diagnose', '--bundle', 'x']); "
+            "print(sorted(m for m in sys.modules if m.startswith('slurm_attrib.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "slurm_attrib.cli.diagnose" in loaded
+    for other in ("slurm_attrib.cli.store", "slurm_attrib.cli.serve", "slurm_attrib.cli.watch", "slurm_attrib.store"):
+        assert f"'{other}'" not in loaded, other
+
+
+def test_a_name_that_is_no_command_lists_them_all(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["diagnos"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'diagnos'" in err and "'import-spool'" in err
 
 
 def test_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
