@@ -72,6 +72,8 @@ class Engine:
                 count = _run_rule(ctx, rule)
                 if count:
                     ctx.fired[rule.id] += count
+            if phase == "filter":
+                ctx.filtered()
         return ctx
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Optional
 
 from ..bundle import Bundle
@@ -15,6 +16,12 @@ from ..settings import EngineSettings
 from .causal import CausalModel
 
 __all__ = ["EngineContext", "EngineSettings", "Outcome"]
+
+
+@lru_cache(maxsize=64)
+def _seconds(seconds: float) -> timedelta:
+    """The few tolerances a run uses, asked for once per symptom by the window and refine rules."""
+    return timedelta(seconds=seconds)
 
 
 @dataclass
@@ -50,6 +57,7 @@ class EngineContext:
     causal: CausalModel = field(default_factory=CausalModel)
     notes: list[str] = field(default_factory=list)  # engine notes for the diagnosis (e.g. window drops)
     scan: ScanStats = field(default_factory=ScanStats)  # what extraction read, all files together (not in the JSON)
+    _kept: Optional[list[Symptom]] = field(default=None, repr=False)  # active() once the filter phase is over
 
     @property
     def job(self) -> JobFacts:
@@ -57,8 +65,16 @@ class EngineContext:
 
     def active(self) -> list[Symptom]:
         """Symptoms the filter phase kept, in ``Symptom.sort_key`` order: the engine sorts them once
-        after extraction, and no later phase adds a symptom or changes what the key is made of."""
+        after extraction, and no later phase adds a symptom or changes what the key is made of.
+        Once the filter phase is over (:meth:`filtered`) no rule drops one either, so the list is
+        taken once; each call still returns a list of its own."""
+        if self._kept is not None:
+            return list(self._kept)
         return [s for s in self.symptoms if s.dropped is None]
+
+    def filtered(self) -> None:
+        """The filter phase is over: what :meth:`active` returns is fixed from now on."""
+        self._kept = [s for s in self.symptoms if s.dropped is None]
 
     def job_clock(self, sym: Symptom) -> Optional[datetime]:
         """When ``sym`` happened on the controller's clock (the job window's): its node's stamp corrected
@@ -67,7 +83,7 @@ class EngineContext:
         return sym.time - timedelta(seconds=skew) if sym.time is not None and skew else sym.time
 
     def tolerance(self, seconds: float) -> timedelta:
-        return timedelta(seconds=seconds)
+        return _seconds(seconds)
 
     def in_window(self, when: Optional[datetime]) -> Optional[bool]:
         """True/False against the job window with its tolerances; None when it cannot be told."""

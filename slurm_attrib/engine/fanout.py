@@ -124,6 +124,7 @@ def _in_workers(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan,
             helper.start()
         for index in _claims(order, claimed):
             done[index] = extract_file(ctx, files[index], scan)
+            _drain(queue, done)  # unpickle what the helpers sent while they still work, not all at the end
         _collect(queue, helpers, done, len(files))
     finally:
         gc.unfreeze()
@@ -160,6 +161,17 @@ def _helper(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan, ord
         queue.put((index, result))
     queue.close()
     queue.join_thread()
+
+
+def _drain(queue: Any, done: dict[int, FileResult]) -> None:
+    """The results the helpers have sent so far, without waiting for more."""
+    while True:
+        try:
+            index, result = queue.get_nowait()
+        except Empty:
+            return
+        if result is not None:
+            done[index] = result
 
 
 def _collect(queue: Any, helpers: list[Any], done: dict[int, FileResult], total: int) -> None:

@@ -247,9 +247,10 @@ def demote_cascades(ctx: EngineContext, rule_: Rule) -> int:
     if not ctx.leaders:
         return 0
     root = ctx.leaders[0]
+    leaders = {id(leader) for leader in ctx.leaders}  # by identity: `in` would compare every field
     count = 0
     for sym in ctx.active():
-        if sym in ctx.leaders or sym.role not in ("candidate", "cascade") or sym.supports:
+        if id(sym) in leaders or sym.role not in ("candidate", "cascade") or sym.supports:
             continue
         if sym.role == "candidate" and ctx.causal.is_physical(sym) and not ctx.causal.explains(root, sym):
             sym.notes.append(f"an independent fault: {root.id} cannot cause it (causal model); later or weaker")

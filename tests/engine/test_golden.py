@@ -65,3 +65,11 @@ def test_golden_verdict(engine: Engine, case: str) -> None:
     if root is not None:
         assert root.evidence and root.evidence[0].raw, "a verdict cites its raw line"
         assert got["evidence"][0]["raw"] == root.evidence[0].raw
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_rule_after_the_filter_phase_drops_a_symptom(engine: Engine, case: str) -> None:
+    """``active()`` is taken once when the filter phase ends (EngineContext.filtered): a later rule that
+    dropped a symptom would go unseen, so none may."""
+    ctx = engine.run(_bundle(case))
+    assert [id(s) for s in ctx.active()] == [id(s) for s in ctx.symptoms if s.dropped is None]
