@@ -171,3 +171,12 @@ def test_newline_counting_with_and_without_numpy(monkeypatch: pytest.MonkeyPatch
     assert scan._np is not None  # imported, or False where it is not installed
     assert with_numpy == without == [i + 1 for i in range(20_000) if i % 97 == 0]
     assert scan.count_newlines(data, 0, len(data)) == 20_000
+
+
+def test_a_process_told_it_will_count_enough_imports_numpy_up_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "_np", None)
+    monkeypatch.setattr(scan, "NUMPY_AFTER_BYTES", 1000)
+    scan.will_count(999)
+    assert scan._np is None  # not enough to pay for the import
+    scan.will_count(1000)
+    assert scan._np is not None  # imported (or False where numpy is not installed) before the first count

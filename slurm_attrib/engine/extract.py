@@ -20,7 +20,7 @@ from ..model import (
     Symptom,
 )
 from ..ruleset import Rule
-from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream
+from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream, will_count
 from ..timestamps import SYSLOG_FORMATS, ParsedStamp, TimeContext, format_utc
 from . import prefilter as prefilters
 from .context import EngineContext
@@ -115,7 +115,7 @@ class Extractor:
             count = RULES[rule.id](ctx, rule)
             if count:
                 ctx.fired[rule.id] += count
-        extract_files(ctx, ctx.bundle.files, self._scan_file)
+        extract_files(ctx, ctx.bundle.files, self._scan_file, prepare=will_count)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         rules = self.line_rules.get(bf.source, [])

@@ -50,9 +50,13 @@ def worker_count(configured: int) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def extract_files(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan) -> None:
-    """Run ``scan`` over every file and fold the results into ``ctx`` in file order."""
+def extract_files(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan,
+                  prepare: Optional[Callable[[int], None]] = None) -> None:
+    """Run ``scan`` over every file and fold the results into ``ctx`` in file order. ``prepare`` is told
+    how many bytes each process will read, before any helper is forked."""
     workers = processes(files, worker_count(ctx.settings.workers))
+    if prepare is not None:
+        prepare(sum(_size(bf) for bf in files) // workers)
     results: Iterable[FileResult] = (_in_workers(ctx, files, scan, workers) if workers > 1
                                      else (extract_file(ctx, bf, scan) for bf in files))
     for result in results:

@@ -159,3 +159,18 @@ def test_the_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(fanout.WORKERS_ENV, "1")
     assert fanout.worker_count(8) == 1
     assert EngineSettings().workers == 0
+
+
+def test_the_scan_hears_how_much_each_process_will_read_before_the_fork(engine: Engine,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """So numpy's newline count is imported once, before the fork, when each process's share pays for it."""
+    from slurm_attrib.engine import extract
+
+    bundle = load_bundle(BUNDLES[0])
+    total = sum(os.stat(bf.path).st_size for bf in bundle.files)
+    heard: list[int] = []
+    monkeypatch.setattr(extract, "will_count", heard.append)
+    monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", 0)
+    engine.diagnose(bundle, replace(engine.settings, workers=1))
+    engine.diagnose(bundle, replace(engine.settings, workers=2))
+    assert heard == [total, total // 2]
