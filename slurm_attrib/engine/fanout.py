@@ -56,7 +56,7 @@ def extract_files(ctx: EngineContext, files: Sequence[BundleFile], scan: FileSca
     how many bytes each process will read, before any helper is forked."""
     workers = processes(files, worker_count(ctx.settings.workers))
     if prepare is not None:
-        prepare(sum(_size(bf) for bf in files) // workers)
+        prepare(sum(bf.size for bf in files) // workers)
     results: Iterable[FileResult] = (_in_workers(ctx, files, scan, workers) if workers > 1
                                      else (extract_file(ctx, bf, scan) for bf in files))
     for result in results:
@@ -70,18 +70,11 @@ def processes(files: Sequence[BundleFile], wanted: int) -> int:
     locked in the child)."""
     if wanted <= 1 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return 1
-    total = sum(_size(bf) for bf in files)
+    total = sum(bf.size for bf in files)
     if total < PARALLEL_MIN_BYTES:
         return 1
     share = PARALLEL_MIN_BYTES // 2
     return max(1, min(wanted, len(files), total // share if share else len(files)))
-
-
-def _size(bf: BundleFile) -> int:
-    try:
-        return os.stat(bf.path).st_size
-    except OSError:
-        return 0
 
 
 def extract_file(ctx: EngineContext, bf: BundleFile, scan: FileScan) -> FileResult:
@@ -115,7 +108,7 @@ def _in_workers(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan,
     in file order. The helpers inherit the job instead of receiving it (the bundle, rules and compiled
     prefilters are never pickled): only their FileResults come back. A file a helper could not finish
     (it died, or raised) is extracted here, where the same input fails the same way as without helpers."""
-    order = sorted(range(len(files)), key=lambda i: (-_size(files[i]), i))
+    order = sorted(range(len(files)), key=lambda i: (-files[i].size, i))
     forked = multiprocessing.get_context("fork")
     claimed = forked.Value("i", 0)
     queue: Any = forked.Queue()
