@@ -107,6 +107,11 @@ class Line:
         return self._start
 
     @property
+    def end(self) -> int:
+        """Where the line ends in :attr:`buffer` (its newline, or the end of the buffer)."""
+        return self._end
+
+    @property
     def buffer(self) -> bytes:
         """The block the line lies in (with its look-back and look-ahead), for :meth:`following_spans`."""
         return self._buf

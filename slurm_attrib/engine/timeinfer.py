@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Optional
 
 from ..model import Symptom
-from ..scan import Line, decode
+from ..scan import LOOKBACK_BYTES, Line, decode
 from ..timestamps import ParsedStamp, TimeContext, parse_iso, parse_line_time, zone_from_name
 from .context import EngineContext
 from .ranks import Stream, StreamKey, split_rank, stream_key
@@ -66,6 +66,70 @@ class LineStamps:
         self._spans[line.start] = (key, rest)
         return stream, rest
 
+    def next_time(self, line: Line, wanted: Optional[StreamKey], limit: int = 100,
+                  after_any: int = 20) -> Optional[datetime]:
+        """:func:`next_time`: among the next ``limit`` lines, the stamp of the first of stream ``wanted``,
+        else of the first stamped line, looking no further than ``after_any`` lines once that is found.
+        This runs for every unstamped hit: the neighbours are walked here, with the memo of :meth:`at`
+        at hand, instead of through :meth:`Line.following_spans` and a call per line."""
+        buffer = line.buffer
+        if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
+            self._buffer, self._spans = buffer, {}
+        spans, find, size = self._spans, buffer.find, len(buffer)
+        fallback: Optional[datetime] = None
+        pos = line.end + 1
+        for count in range(limit):
+            if pos >= size or (fallback is not None and count > after_any):
+                break
+            nl = find(b"\n", pos)
+            found = spans.get(pos)
+            if found is None:
+                found = spans[pos] = self.split(decode(buffer[pos:size if nl < 0 else nl]))
+            key, rest = found
+            same = key == wanted
+            if same or fallback is None:
+                time = self.stamp(rest).time
+                if time is not None:
+                    if same:
+                        return time
+                    fallback = time
+            if nl < 0:
+                break
+            pos = nl + 1
+        return fallback
+
+    def preceding_stamp(self, line: Line, wanted: Optional[StreamKey], limit: int = 200, want_any: bool = True,
+                        after_any: int = 50) -> Optional[ParsedStamp]:
+        """:func:`infer_time`: among the ``limit`` lines before ``line`` (within the look-back), the stamp of
+        the nearest of stream ``wanted``, else (``want_any``) of the nearest stamped line, looking no further
+        than ``after_any`` lines once that is found; walked here as in :meth:`next_time`."""
+        buffer = line.buffer
+        if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
+            self._buffer, self._spans = buffer, {}
+        spans, rfind = self._spans, buffer.rfind
+        fallback: Optional[ParsedStamp] = None
+        floor = max(0, line.start - LOOKBACK_BYTES)
+        stop = line.start - 1
+        for count in range(limit):
+            if stop <= floor or (fallback is not None and count > after_any):
+                break
+            begin = rfind(b"\n", floor, stop) + 1
+            if begin <= floor and floor > 0:
+                break  # the line runs past the look-back: not a whole line
+            found = spans.get(begin)
+            if found is None:
+                found = spans[begin] = self.split(decode(buffer[begin:stop]))
+            key, rest = found
+            same = key == wanted
+            if same or (fallback is None and want_any):
+                stamp = self.stamp(rest)
+                if stamp.time is not None:
+                    if same:
+                        return stamp
+                    fallback = stamp
+            stop = begin - 1
+        return fallback
+
     def split(self, text: str) -> tuple[Optional[StreamKey], str]:
         """``stream_key`` of the line's rank prefix, and the line without it."""
         _, key, rest = self.parts(text)
@@ -99,49 +163,14 @@ class LineStamps:
 def infer_time(line: Line, rank: Optional[Stream], timectx: TimeContext, limit: int = 200,
                want_any: bool = True, stamps: Optional[LineStamps] = None) -> Optional[ParsedStamp]:
     """The stamp of the nearest preceding line of the same rank (or, with ``want_any``, of any line)."""
-    stamps = stamps or LineStamps(timectx)
-    fallback: Optional[ParsedStamp] = None
-    wanted = stream_key(rank)
-    buffer = line.buffer
-    for count, (start, stop) in enumerate(line.preceding_spans(limit)):
-        if fallback is not None and count > 50:
-            break
-        prev_key, rest = stamps.at(buffer, start, stop)
-        same = prev_key == wanted
-        if not same and (fallback is not None or not want_any):
-            continue
-        stamp = stamps.stamp(rest)
-        if stamp.time is None:
-            continue
-        if same:
-            return stamp
-        if fallback is None and want_any:
-            fallback = stamp
-    return fallback
+    return (stamps or LineStamps(timectx)).preceding_stamp(line, stream_key(rank), limit, want_any)
 
 
 def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext,
               stamps: Optional[LineStamps] = None) -> Optional[datetime]:
     """The stamp of the next line of the same rank (else of any rank): an upper bound for an
     unstamped line."""
-    stamps = stamps or LineStamps(timectx)
-    fallback: Optional[datetime] = None
-    wanted = stream_key(rank)
-    buffer = line.buffer
-    for count, (start, stop) in enumerate(line.following_spans(100)):
-        if fallback is not None and count > 20:
-            break
-        next_key, rest = stamps.at(buffer, start, stop)
-        same = next_key == wanted
-        if not same and fallback is not None:
-            continue
-        stamp = stamps.stamp(rest)
-        if stamp.time is None:
-            continue
-        if same:
-            return stamp.time
-        fallback = fallback or stamp.time
-    return fallback
+    return (stamps or LineStamps(timectx)).next_time(line, stream_key(rank))
 
 
 def latest_time(sym: Symptom) -> Optional[datetime]:
