@@ -199,6 +199,46 @@ def decode_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     return True
 
 
+# Kernel modules whose frames in a hung task's call trace name the file system it waits on
+# (kernel/hung_task.c prints the task, then sched_show_task() its stack: "[<addr>] fn+0x../0x.. [module]"
+# on older kernels, " fn+0x../0x.. [module]" on newer ones).
+_FS_MODULES = {
+    "nfs": "NFS", "nfsv3": "NFS", "nfsv4": "NFS", "sunrpc": "NFS", "rpcsec_gss_krb5": "NFS",
+    "lustre": "Lustre", "ptlrpc": "Lustre", "osc": "Lustre", "lov": "Lustre", "mdc": "Lustre", "lmv": "Lustre",
+    "obdclass": "Lustre", "lnet": "Lustre", "ksocklnd": "Lustre", "ko2iblnd": "Lustre", "llite": "Lustre",
+    "mmfs26": "GPFS", "mmfslinux": "GPFS", "mmfs": "GPFS", "ceph": "CephFS", "libceph": "CephFS",
+    "beegfs": "BeeGFS", "cifs": "SMB",
+}
+_FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+)(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
+                    r"(?:\s+\[(?P<mod>\w+)\])?")
+_NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
+
+
+@decoder("hung_task")
+def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A task blocked in D state, or a CPU soft-locked: the call trace printed after it names where. A
+    frame of a network or cluster file system's module makes it a storage fault (a shared service: no node
+    is blamed); otherwise the report alone is too weak to blame anything and stays context."""
+    for text in line.iter_following(60):
+        if any(marker in text for marker in _NEXT_REPORT):
+            break  # the next report's trace is not this one's
+        frame = _FRAME.search(text)
+        if frame is None:
+            continue
+        module = frame["mod"] or ""
+        filesystem = _FS_MODULES.get(module) or _FS_MODULES.get(frame["fn"].split("_", 1)[0])
+        if filesystem:
+            sym.kind, sym.role, sym.category, sym.strength = "storage_hang", "candidate", "storage", 45
+            sym.fields.update(filesystem=filesystem, frame=frame["fn"] + (f" [{module}]" if module else ""))
+            what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
+            sym.summary = f"{what} hung in {filesystem} I/O ({sym.fields['frame']})"
+            sym.actions = (f"check the {filesystem} servers and this node's path to them (the task waited "
+                           "in the file system, not on the node's own hardware)",)
+            return True
+    sym.role, sym.strength = "context", 0
+    return True
+
+
 @decoder("oom_kill")
 def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Pick up the memcg / job of an OOM kill from the lines just before it."""

@@ -105,12 +105,30 @@ def _judge_status(sym: Symptom, status: Optional[int]) -> bool:
     return True
 
 
+# The rule's four wordings (see rules/app/net_ucx_completion_error.yaml) name the same facts differently
+_UCX_BRANCHES = {"qp_error": "error", "qp_synd": "synd", "qp_vendor_err": "vendor_err", "qp_device": "device",
+                 "qp_port": "port", "wc_error": "error", "dc_vendor_err": "vendor_err", "rc_vendor_err": "vendor_err"}
+# ibv_wc_status_str (libibverbs/enum_strs.c): what the verbs transports print for a failed completion
+_VERBS_STATUS_TEXT = {text.lower(): status for status, text in {
+    1: "local length error", 2: "local QP operation error", 4: "local protection error",
+    5: "Work Request Flushed Error", 6: "memory management operation error", 7: "bad response error",
+    8: "local access error", 9: "remote invalid request error", 10: "remote access error",
+    11: "remote operation error", 12: "transport retry counter exceeded", 13: "RNR retry counter exceeded",
+    15: "remote invalid RD request", 16: "operation aborted", 19: "fatal error", 20: "response timeout error",
+    21: "general error"}.items()}
+
+
 @decoder("net_ucx_completion_error")
 def decode_ucx(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """UCX 'X on mlx5_0:1/IB (synd 0x15 vend 0x81 ...)': the syndrome names the completion status."""
+    """UCX 'X on mlx5_0:1/IB (synd 0x15 vend 0x81 ...)' and its older wordings: the mlx5 syndrome names the
+    completion status, else the status text does."""
+    for branch, name in _UCX_BRANCHES.items():
+        if branch in sym.fields:
+            sym.fields[name] = sym.fields.pop(branch)
     status = MLX5_SYNDROME_STATUS.get(_int(sym.fields.get("synd"), 16) or -1)
     if status is None:
-        status = _UCX_ERRORS.get(str(sym.fields.get("error", "")).strip().lower())
+        text = str(sym.fields.get("error", "")).strip().lower()
+        status = _UCX_ERRORS.get(text, _VERBS_STATUS_TEXT.get(text))
     return _judge_status(sym, status)
 
 
