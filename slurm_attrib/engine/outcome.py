@@ -72,7 +72,8 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         category, responsible = "host_oom", leader.responsible
         root, culprits = leader, _blamed(leader, _shared_categories(ctx))
     state_sym = next((s for s in ctx.symptoms if s.kind == "job_state"), None)
-    root = root or _state_evidence(ctx, policy.evidence_kinds.get(category)) or state_sym
+    wanted = policy.evidence_kinds.get(state) or policy.evidence_kinds.get(category)
+    root = root or _state_evidence(ctx, wanted) or state_sym
     summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
     return _decide(ctx, rule_, status="attributed", category=category, responsible=responsible, root=root,
                    culprit_nodes=culprits, summary=summary)
