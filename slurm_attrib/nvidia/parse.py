@@ -78,7 +78,10 @@ _XID_REST_RE = re.compile(
 _UUID_RE = re.compile(r"NVRM: GPU at PCI:(?P<pci>[0-9a-fA-F:.]+?):\s*(?P<uuid>GPU-[0-9a-fA-F-]+)")
 _SXID_RE = re.compile(
     r"nvidia-nvswitch(?P<idx>\d+):\s*SXid \((?:PCI:)?(?P<pci>[0-9a-fA-F:.]+)\):\s*(?P<code>\d+)"
-    r"(?:,\s*(?P<sev>Fatal|Non-fatal|Nonfatal))?(?:,\s*Link\s+(?P<link>\d+))?(?:,?\s*(?P<msg>.*))?"
+    # the severity in words, or as the number _nvswitch_dump_error_entry prints ("Severity %d Engine instance
+    # %02d ..."; NVSWITCH_ERROR_SEVERITY_TYPE: 0 non-fatal, 1 fatal)
+    r"(?:,\s*(?:(?P<sev>Fatal|Non-fatal|Nonfatal)|(?=Severity (?P<sevnum>\d+) )))?(?:,\s*Link\s+(?P<link>\d+))?"
+    r"(?:,?\s*(?P<msg>.*))?"
 )
 _FOB_SINGLE_RE = re.compile(
     r"NVRM: GPU (?:PCI:)?(?P<pci>" + _GPU_PCI + r"(?:\.[0-7])?):\s*GPU has fallen off the bus"
@@ -179,11 +182,14 @@ def parse_sxid(message: str) -> SxidEvent | None:
     if pci is None:
         return None
     severity = match["sev"]
+    fatal = None if severity is None else severity == "Fatal"
+    if match["sevnum"] in ("0", "1"):
+        fatal = match["sevnum"] == "1"
     return SxidEvent(
         nvswitch=int(match["idx"]),
         pci=pci,
         code=int(match["code"]),
-        fatal=None if severity is None else severity == "Fatal",
+        fatal=fatal,
         link=int(match["link"]) if match["link"] is not None else None,
         message=(match["msg"] or "").strip(),
     )

@@ -445,9 +445,13 @@ SXID_LINES: list[tuple[str, SxidEvent]] = [
         "[38889.018130] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 12033, Severity 1 Engine instance 00 "
         "Sub-engine "
         "instance 00",
-        SxidEvent(
-            0, "0000:c3:00.0", 12033, None, None, "Severity 1 Engine instance 00 Sub-engine instance 00"
+        SxidEvent(  # _nvswitch_dump_error_entry's detail line: severity 1 is NVSWITCH_ERROR_SEVERITY_FATAL
+            0, "0000:c3:00.0", 12033, True, None, "Severity 1 Engine instance 00 Sub-engine instance 00"
         ),
+    ),
+    (
+        "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 0 Engine instance 12 Sub-engine instance 00",
+        SxidEvent(1, "0000:aa:00.0", 24007, False, None, "Severity 0 Engine instance 12 Sub-engine instance 00"),
     ),
     (
         "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error "

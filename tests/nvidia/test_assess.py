@@ -389,9 +389,12 @@ def test_assess_every_code_is_well_formed(code: int) -> None:
     ("line", "role", "strength", "summary_part"),
     [
         (SXID_LINES[1][0], "candidate", 85, "sxid 24007 fatal on nvswitch0 (0000:c3:00.0) link 28"),
-        (SXID_LINES[7][0], "candidate", 85, "ltssm fault up"),
+        (SXID_LINES[8][0], "candidate", 85, "ltssm fault up"),
         (SXID_LINES[0][0], "context", 0, "sxid 20009 non-fatal"),
         (SXID_LINES[3][0], "candidate", 50, "severity not stated"),
+        (SXID_LINES[5][0], "candidate", 85, "sxid 12033 fatal on nvswitch0 (0000:c3:00.0): severity 1 engine"),
+        (SXID_LINES[6][0], "context", 0, "sxid 24007 non-fatal"),
+
     ],
 )
 def test_assess_sxid(line: str, role: str, strength: int, summary_part: str) -> None:
