@@ -26,7 +26,7 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import match_node, resolve_node, resolve_peer
-from .ranks import Stream, global_rank, shipped_stamp, stream_key
+from .ranks import Stream, global_rank, pg_rank, shipped_stamp, stream_key
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
 
@@ -347,8 +347,8 @@ class _LineHandler:
               groups: dict[str, Any], trust: str = "") -> None:
         fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
         rank, local = global_rank(stream, self.bf.node, self.ctx.job)
-        if rank is None and isinstance(fields.get("rank"), int):
-            rank = fields["rank"]
+        if rank is None:
+            rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
         if local is not None:
             fields["local_rank"] = local
         node = resolve_node(self.ctx, self.bf.node, rank if local is None or rank is not None else None,

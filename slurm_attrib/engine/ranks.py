@@ -16,6 +16,11 @@ _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
 SHIPPED_STAMP_PATTERN = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
 _SHIPPED_STAMP = re.compile(SHIPPED_STAMP_PATTERN)
 
+# ProcessGroupNCCL's log prefix names the process group and the rank in it ("[PG 0 Rank 3] " in PyTorch 2.2
+# and 2.3, "[PG ID 0 PG GUID 0(default_pg) Rank 3] " since createLogPrefix); only the default group's (id 0)
+# rank is the global rank, a sub-group's is its own numbering.
+_PG_RANK = re.compile(r"\[PG (?:ID )?0(?: PG GUID 0)?(?:\s*\(default_pg\))? Rank (\d+)\]")
+
 Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
 StreamKey = tuple[Optional[int], Optional[int]]  # (global rank or srun label, torchrun local rank)
 
@@ -48,6 +53,12 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         elif match.group(3) is not None and label is None:
             label = int(match.group(3))
         text = text[match.end():]
+
+
+def pg_rank(text: str) -> Optional[int]:
+    """The global rank a ProcessGroupNCCL message names in its default process group's prefix, or None."""
+    match = _PG_RANK.search(text) if "Rank " in text else None
+    return int(match.group(1)) if match else None
 
 
 def stream_key(stream: Optional[Stream]) -> Optional[StreamKey]:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import pytest
 
-from slurm_attrib.engine.ranks import _RANK_PREFIX, Stream, global_rank, split_rank, stream_key
+from slurm_attrib.engine.ranks import _RANK_PREFIX, Stream, global_rank, pg_rank, split_rank, stream_key
 from slurm_attrib.model import JobFacts
 
 
@@ -105,3 +105,15 @@ def test_the_first_character_shortcut_changes_nothing() -> None:
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
         assert split_rank(text) == _split_by_regex_alone(text), text
+
+
+@pytest.mark.parametrize(("text", "rank"), [
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception", 3),
+    ("[PG 0 Rank 12] Timeout at NCCL work: 88, last enqueued NCCL work: 88", 12),
+    ("[PG ID 0 PG GUID 0 Rank 7] Watchdog caught collective operation timeout", 7),
+    ("[PG ID 2 PG GUID 5(tp_group) Rank 1] Watchdog caught collective operation timeout", None),  # a sub-group's
+    ("[PG 1 Rank 1] Timeout at NCCL work", None),
+    ("Rank 3 has no prefix here", None),
+])
+def test_the_default_process_groups_rank_is_the_global_rank(text: str, rank: Optional[int]) -> None:
+    assert pg_rank(text) == rank
