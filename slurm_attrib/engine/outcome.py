@@ -273,9 +273,14 @@ def application_reported(ctx: EngineContext, rule_: Rule) -> int:
         f"reported by the application only ({where}): no kernel line or GPU telemetry in the bundle confirms "
         "a hardware fault, so it never drains a node by itself")
     if root.node:
-        action = (f"confirm on {root.node} before draining it: its kernel log for an Xid around "
-                  f"{iso(root.time) or 'the failure'} and nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT")
-        ctx.outcome.actions = [action, *(a for a in ctx.outcome.actions if a != action)]
+        confirm = str_map(rule_, "confirm")
+        template = confirm.get(root.category) or confirm.get("default", "")
+        try:
+            action = template.format(node=root.node, time=iso(root.time) or "the failure")
+        except (KeyError, IndexError, ValueError):  # a site's template with other braces: shown as written
+            action = template
+        if action:
+            ctx.outcome.actions = [action, *(a for a in ctx.outcome.actions if a != action)]
     return 1
 
 
