@@ -8,7 +8,10 @@ from typing import Optional
 
 from ..model import JobFacts
 
-RANK_PREFIX_PATTERN = r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): )"  # also in the prefilter's bytes
+# srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
+# "[jobid,9]<stderr>:" (the MPI rank: global); also in the prefilter's bytes
+RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): |"
+                       r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>: ?)")
 _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
 # The RFC 3339 stamp a log shipper or the kubelet puts before each line it hands on (Loki exports,
 # `kubectl logs --timestamps`, the watch connectors): UTC or an offset, up to nanoseconds, one blank.
@@ -33,8 +36,9 @@ def shipped_stamp(text: str) -> str:
 
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
     """Strip a shipper's stamp (:data:`SHIPPED_STAMP_PATTERN`), then srun ``--label`` (``9: ``), PyTorch
-    (``[rank9]:``) and torchrun (``[default9]:``, a LOCAL rank) prefixes; return which stream the line
-    belongs to (None without a rank prefix) and the rest, as the program wrote it."""
+    (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
+    (``[1,9]<stderr>:``) prefixes; return which stream the line belongs to (None without a rank prefix)
+    and the rest, as the program wrote it."""
     shipped = shipped_stamp(text)
     if shipped:
         text = text[len(shipped) + 1:]
@@ -46,8 +50,9 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         if not match:
             return ((label, rank, local) if found else None), text
         found = True
-        if match.group(1) is not None and rank is None:
-            rank = int(match.group(1))
+        named = match.group(1) if match.group(1) is not None else match.group(4)  # a global rank
+        if named is not None and rank is None:
+            rank = int(named)
         elif match.group(2) is not None and local is None:
             local = int(match.group(2))
         elif match.group(3) is not None and label is None:

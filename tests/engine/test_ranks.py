@@ -23,6 +23,9 @@ from slurm_attrib.model import JobFacts
     ("[rank1]: [rank2]: text", (None, 1, None), "text"),  # the first prefix of a kind wins
     ("2026-11-20T09:45:12.123456789Z [rank3]: RuntimeError: boom", (None, 3, None), "RuntimeError: boom"),
     ("2026-11-20T09:45:12+01:00 3: text", (3, None, None), "text"),  # a shipper's stamp, then the labels
+    ("[1,15]<stderr>:[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x", (None, 15, None),
+     "[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x"),  # Open MPI --tag-output: the MPI rank
+    ("[0,3]<stdout>: step 10", (None, 3, None), "step 10"),
 ])
 def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: str) -> None:
     assert split_rank(line) == (stream, rest)
@@ -34,6 +37,7 @@ def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: st
     "10.0.0.3:29500: connection refused",  # an address with a port is no srun label
     "3:no space after the colon",
     "[rank]: no number",
+    "[1,15] no stream tag",
     "",
 ])
 def test_split_rank_leaves_lines_without_a_prefix_alone(line: str) -> None:
@@ -89,8 +93,9 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
         if not match:
             return ((label, rank, local) if found else None), text
         found = True
-        if match.group(1) is not None and rank is None:
-            rank = int(match.group(1))
+        named = match.group(1) if match.group(1) is not None else match.group(4)
+        if named is not None and rank is None:
+            rank = int(named)
         elif match.group(2) is not None and local is None:
             local = int(match.group(2))
         elif match.group(3) is not None and label is None:
