@@ -14,9 +14,10 @@ _PEER_TAIL = re.compile(r"(?:%[\w.]+)?(?:<\d+>)?$")  # NCCL's %interface and <po
 
 def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
                  host: Any) -> Optional[str]:
-    """Host named in the line, else the rank's node, else the node the file belongs to."""
+    """Host named in the line (a job node's name, or one of its addresses in job.yaml), else the rank's
+    node, else the node the file belongs to."""
     if isinstance(host, str) and host:
-        named = match_node(ctx.job.node_set, host)
+        named = match_node(ctx.job.node_set, host) or ctx.job.node_for_address(host)  # a name, or an address
         if named:
             return named
     if rank is not None:
