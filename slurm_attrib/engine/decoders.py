@@ -264,10 +264,25 @@ def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any
     return True
 
 
+# Whose device an AER error is, by the driver the kernel names before the device (the rest: the GPU's)
+_NIC_DRIVERS = frozenset({"mlx5_core", "mlx4_core", "bnxt_en", "ice", "i40e", "ixgbe", "igb", "e1000e", "tg3",
+                          "ena", "qede", "cxgb4", "hfi1", "ionic", "irdma", "efa", "be2net", "nfp"})
+_DISK_DRIVERS = frozenset({"nvme", "ahci", "megaraid_sas", "mpt3sas", "smartpqi", "aacraid", "hpsa"})
+
+
 @decoder("pcie_aer")
 def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context."""
+    """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context. A NIC's or a
+    disk controller's error is the network's or the node's instead."""
     severity = str(sym.fields.get("severity", ""))
+    driver = str(sym.fields.get("driver", ""))
+    if driver in _NIC_DRIVERS:
+        sym.category = "network"
+        sym.actions = ("check the NIC's slot and cable, its firmware and the port's counters; reseat or replace "
+                       "the card",)
+    elif driver in _DISK_DRIVERS:
+        sym.category = "node_failure"
+        sym.actions = ("check the node's local disk and its controller (smartctl, nvme smart-log)",)
     if severity.startswith("Correct"):  # Corrected (older kernels) / Correctable (newer)
         sym.role, sym.strength = "context", 0
     elif "Non-Fatal" in severity:
