@@ -253,6 +253,29 @@ def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     return True
 
 
+_OOM_RECORD = re.compile(r"oom-kill:constraint=\w+,.*?task_memcg=(?P<memcg>[^,\s]*)")
+_OOM_KILLED = ("Killed process", "Kill process")
+
+
+@decoder("oom_invoked")
+def decode_oom_invoked(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The kill this invocation led to: its record gives the memcg (and the job it names); its 'Killed
+    process' line is the symptom that decides, so this one steps back to context."""
+    for text in line.iter_following(400):
+        if "invoked oom-killer:" in text:
+            break  # the next OOM's header: this one's kill lines were not logged
+        record = _OOM_RECORD.search(text)
+        if record:
+            sym.fields["memcg"] = record["memcg"]
+            job = re.search(r"job_(\d+)", record["memcg"])
+            if job:
+                sym.fields["memcg_job"] = job.group(1)
+        if any(marker in text for marker in _OOM_KILLED):
+            sym.role, sym.strength = "context", 0
+            break
+    return True
+
+
 @decoder("ib_port_state")
 def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Only DOWN is a fault; INIT/ARMED are the normal bring-up sequence and ACTIVE is the recovery."""
