@@ -276,6 +276,18 @@ def decode_oom_invoked(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     return True
 
 
+@decoder("memory_hw_error")
+def decode_memory_hw(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Uncorrected (EDAC UE, GHES fatal, a Machine Check Exception) is the node's fault; GHES 'recoverable'
+    is weaker; corrected (EDAC CE, GHES corrected/info, a logged Machine Check) is context."""
+    severity, ghes, mce = (str(sym.fields.get(k, "")) for k in ("severity", "ghes", "mce"))
+    if ghes == "recoverable":
+        sym.strength = 40
+    elif severity == "CE" or ghes in ("corrected", "info") or (mce and "Exception" not in mce):
+        sym.role, sym.strength = "context", 0
+    return True
+
+
 @decoder("ib_port_state")
 def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Only DOWN is a fault; INIT/ARMED are the normal bring-up sequence and ACTIVE is the recovery."""
