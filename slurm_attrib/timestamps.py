@@ -79,7 +79,9 @@ _OFFSET = r"(?P<off>[Zz]|[+-]\d{2}(?::?\d{2})?)"
 _MONTH_DAY = r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2})"
 _TAG = r"[^\s:\[\]]+(?:\[\d+\])?"
 _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
-_HOST_TAG = rf"(?P<host>\S+) (?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
+# the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):
+# a first word that ends with a colon is the tag, never a host
+_HOST_TAG = rf"(?:(?P<host>\S*[^\s:]) )?(?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
 _RANK = r"(?:\[[A-Za-z]*\d+\]:){0,2}"
 _LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \t]"
 
@@ -118,7 +120,7 @@ _RE_ISO_HOST = re.compile(
 _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" + _END)
 _RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?" + _END)
 _RE_RFC3164 = re.compile(
-    _LEAD + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" (?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
+    _LEAD + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
 )
 
 _RE_ISO_FULL = re.compile(

@@ -6,6 +6,7 @@ import dataclasses
 import random
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -645,3 +646,21 @@ def test_yearless_shortcut_picks_the_year_weighing_all_three_picks() -> None:
         month, day = (near.month, near.day) if rng.random() < 0.9 else (2, 29)
         clock = (rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), rng.randint(0, 999_999))
         assert timestamps._yearless(month, day, clock, ctx) == _every_year(month, day, clock, ctx)
+
+
+@pytest.mark.parametrize(("line", "host", "tag", "message"), [
+    ("Mar 21 21:42:01 kernel: NVRM: GPU0 GSP RM heartbeat timed out", None, "kernel",
+     "NVRM: GPU0 GSP RM heartbeat timed out"),
+    ("Mar 21 21:42:01 kernel: [   12.345678] NVRM: Xid", None, "kernel", "NVRM: Xid"),
+    ("Feb 23 03:28:16  kernel: mce: [Hardware Error]: x", None, "kernel", "mce: [Hardware Error]: x"),
+    ("Mar 21 21:42:01 node-01 kernel: NVRM: Xid", "node-01", "kernel", "NVRM: Xid"),
+    ("Mar 21 21:42:01 node-01 alice[4242]: NVRM: Xid", "node-01", "alice[4242]", "NVRM: Xid"),
+])
+def test_a_syslog_line_without_its_host_reads_the_tag_as_the_tag(line: str, host: Optional[str], tag: str,
+                                                                 message: str) -> None:
+    """`journalctl --no-hostname` leaves the host out; a stamp may be followed by two blanks."""
+    window = TimeContext(window_start=datetime(2024, 2, 1, tzinfo=timezone.utc),
+                         window_end=datetime(2024, 3, 30, tzinfo=timezone.utc))
+    stamp = parse_line_time(line, window)
+    assert stamp.time is not None
+    assert (stamp.host, stamp.tag, stamp.message) == (host, tag, message)
