@@ -9,9 +9,13 @@ from typing import Optional
 from ..model import JobFacts
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
-# "[jobid,9]<stderr>:" (the MPI rank: global); also in the prefilter's bytes
+# "[jobid,9]<stderr>:" (the MPI rank: global), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
+# or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it);
+# also in the prefilter's bytes
 RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): |"
-                       r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>: ?)")
+                       r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
+                       r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]* pid=\d+|pid=\d+|raylet)(?:, ip=[\d.]+)?\)"
+                       r"(?:\x1b\[[\d;]*m)? ?)")
 _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
 # The RFC 3339 stamp a log shipper or the kubelet puts before each line it hands on (Loki exports,
 # `kubectl logs --timestamps`, the watch connectors): UTC or an offset, up to nanoseconds, one blank.
@@ -37,16 +41,17 @@ def shipped_stamp(text: str) -> str:
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
     """Strip a shipper's stamp (:data:`SHIPPED_STAMP_PATTERN`), then srun ``--label`` (``9: ``), PyTorch
     (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
-    (``[1,9]<stderr>:``) prefixes; return which stream the line belongs to (None without a rank prefix)
-    and the rest, as the program wrote it."""
+    (``[1,9]<stderr>:``) prefixes, and Ray's worker prefix (``(WorkerDict pid=123, ip=...)``, no rank);
+    return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
     shipped = shipped_stamp(text)
     if shipped:
         text = text[len(shipped) + 1:]
     label = rank = local = None
     found = False
     while True:
-        first = text[:1]  # a prefix opens with a blank, "[" or a digit: other lines skip the regex
-        match = _RANK_PREFIX.match(text) if first == "[" or first.isdecimal() or first.isspace() else None
+        first = text[:1]  # a prefix opens with a blank, "[", "(", ESC or a digit: other lines skip the regex
+        opens = first in ("[", "(", "\x1b") or first.isdecimal() or first.isspace()
+        match = _RANK_PREFIX.match(text) if opens else None
         if not match:
             return ((label, rank, local) if found else None), text
         found = True

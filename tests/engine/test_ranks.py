@@ -26,6 +26,12 @@ from slurm_attrib.model import JobFacts
     ("[1,15]<stderr>:[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x", (None, 15, None),
      "[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x"),  # Open MPI --tag-output: the MPI rank
     ("[0,3]<stdout>: step 10", (None, 3, None), "step 10"),
+    ("(WorkerDict pid=12345, ip=10.0.0.5) RuntimeError: boom", (None, None, None), "RuntimeError: boom"),
+    ("\x1b[36m(RayTrainWorker pid=881, ip=10.1.2.3)\x1b[0m Traceback (most recent call last):", (None, None, None),
+     "Traceback (most recent call last):"),
+    ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: x", (None, None, None),
+     "[2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: x"),
+    ("(pid=77) KeyError: 'x'", (None, None, None), "KeyError: 'x'"),
 ])
 def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: str) -> None:
     assert split_rank(line) == (stream, rest)
@@ -38,6 +44,8 @@ def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: st
     "3:no space after the colon",
     "[rank]: no number",
     "[1,15] no stream tag",
+    "(base) user@host:~$ python train.py",  # a shell prompt, no Ray prefix
+    "(some text) pid=3",
     "",
 ])
 def test_split_rank_leaves_lines_without_a_prefix_alone(line: str) -> None:
