@@ -117,6 +117,12 @@ _RE_DMESG_ISO = re.compile(
 _RE_ISO_HOST = re.compile(
     _LEAD + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET + " (?!" + _LEVEL_WORD + ")" + _HOST_TAG
 )
+# vLLM's logger: "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] %(message)s" with datefmt "%m-%d %H:%M:%S"
+# (newer releases "[file:line] "): no year, local time
+_RE_VLLM = re.compile(
+    _LEAD + r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mo>\d{2})-(?P<d>\d{2}) " + _CLOCK + _DOT_FRAC
+    + r" \[?[\w./-]+:\d+\][ \t]*"
+)
 _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" + _END)
 _RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?" + _END)
 _RE_RFC3164 = re.compile(
@@ -379,6 +385,12 @@ def _h_glog(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None
     return None if resolved is None else _stamp("glog", m, line, resolved[0], resolved[1])
 
 
+def _h_vllm(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """vLLM ``ERROR 08-29 02:03:28 [core.py:700] msg`` (``MM-DD``, no year, local time)."""
+    resolved = _yearless(int(m["mo"]), int(m["d"]), _clock(m), ctx)
+    return None if resolved is None else _stamp("vllm", m, line, resolved[0], resolved[1])
+
+
 def _h_glog_notime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """Old PyTorch ``[E ProcessGroupNCCL.cpp:455] msg``: recognised, but it carries no time."""
     return _stamp("glog_notime", m, line, None)
@@ -404,6 +416,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_ISO_HOST, re.compile(r"\d"), "", _h_iso_host),
     (_RE_PYTHON_LOGGING, re.compile(r"\d"), "", _absolute_handler("python_logging")),
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
+    (_RE_VLLM, re.compile(r"[DIWEC]"), "", _h_vllm),
     (_RE_RFC3164, re.compile(r"[A-Z]"), "", _h_rfc3164),
 )
 

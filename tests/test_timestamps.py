@@ -664,3 +664,18 @@ def test_a_syslog_line_without_its_host_reads_the_tag_as_the_tag(line: str, host
     stamp = parse_line_time(line, window)
     assert stamp.time is not None
     assert (stamp.host, stamp.tag, stamp.message) == (host, tag, message)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("ERROR 08-29 02:03:28 [core.py:700] EngineCore failed to start.", "EngineCore failed to start."),
+    ("ERROR 04-15 00:31:11 worker_base.py:574] RuntimeError: Triton Error [CUDA]: x",
+     "RuntimeError: Triton Error [CUDA]: x"),
+    ("INFO 08-29 02:03:28.512 [gpu_model_runner.py:1329] Model loading took 14.3 GiB", "Model loading took 14.3 GiB"),
+])
+def test_vllms_logger_stamp(line: str, message: str) -> None:
+    """vLLM: level, MM-DD HH:MM:SS, [file:line]; the year from the job window."""
+    window = TimeContext(window_start=datetime(2025, 8, 1, tzinfo=timezone.utc),
+                         window_end=datetime(2025, 8, 30, tzinfo=timezone.utc))
+    stamp = parse_line_time(line, window)
+    assert stamp.fmt == "vllm" and stamp.time is not None and stamp.time.month in (4, 8)
+    assert stamp.message == message

@@ -10,11 +10,13 @@ from ..model import JobFacts
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
 # "[jobid,9]<stderr>:" (the MPI rank: global), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
-# or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it);
+# or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it, but
+# vLLM's "(VllmWorker rank=1 pid=788) " names its worker's rank);
 # also in the prefilter's bytes
 RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): |"
                        r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
-                       r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]* pid=\d+|pid=\d+|raylet)(?:, ip=[\d.]+)?\)"
+                       r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
+                       r"(?:, ip=[\d.]+)?\)"
                        r"(?:\x1b\[[\d;]*m)? ?)")
 _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
 # The RFC 3339 stamp a log shipper or the kubelet puts before each line it hands on (Loki exports,
@@ -55,7 +57,7 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         if not match:
             return ((label, rank, local) if found else None), text
         found = True
-        named = match.group(1) if match.group(1) is not None else match.group(4)  # a global rank
+        named = next((g for g in (match.group(1), match.group(4), match.group(5)) if g is not None), None)
         if named is not None and rank is None:
             rank = int(named)
         elif match.group(2) is not None and local is None:

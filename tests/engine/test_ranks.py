@@ -32,6 +32,8 @@ from slurm_attrib.model import JobFacts
     ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: x", (None, None, None),
      "[2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: x"),
     ("(pid=77) KeyError: 'x'", (None, None, None), "KeyError: 'x'"),
+    ("(VllmWorker rank=1 pid=788) ERROR 08-29 02:03:28 [core.py:700] boom", (None, 1, None),
+     "ERROR 08-29 02:03:28 [core.py:700] boom"),
 ])
 def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: str) -> None:
     assert split_rank(line) == (stream, rest)
@@ -101,7 +103,7 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
         if not match:
             return ((label, rank, local) if found else None), text
         found = True
-        named = match.group(1) if match.group(1) is not None else match.group(4)
+        named = next((g for g in (match.group(1), match.group(4), match.group(5)) if g is not None), None)
         if named is not None and rank is None:
             rank = int(named)
         elif match.group(2) is not None and local is None:
