@@ -62,6 +62,51 @@ def test_every_bundled_regex_compiles() -> None:
         assert (rule.match.exclude is None) == (not rule.match.exclude_pattern)
 
 
+HOSTILE_FILLERS = ("a" * 30000, "0:" * 15000, "[" * 30000, "a " * 15000, "x." * 15000)
+SEARCH_BUDGET_S = 1.0  # the slowest rule takes ~0.1 s on these lines; a backtracking one takes minutes
+
+
+def test_no_rule_regex_backtracks_on_a_hostile_line() -> None:
+    """A job prints what it likes: 64 KiB of one character around a rule's anchor must not make any rule's
+    regex (or exclude) backtrack for minutes, which would hold up the finalizer on one line."""
+    import signal
+    import time
+
+    from slurm_attrib.scan import MAX_TEXT_CHARS
+
+    class _TooSlow(Exception):
+        pass
+
+    def _stop(*_args: object) -> None:
+        raise _TooSlow()
+
+    slow: list[str] = []
+    previous = signal.signal(signal.SIGALRM, _stop)
+    try:
+        for rule in load_ruleset(include_site=False).rules:
+            if rule.match is None:
+                continue
+            patterns = [p for p in (rule.match.regex, rule.match.exclude) if p is not None]
+            for anchor in {a.rstrip("\n") for a in rule.match.anchors}:
+                for filler in HOSTILE_FILLERS:
+                    for line in (f"{anchor} {filler}", f"{anchor}{filler}{anchor}"):
+                        for pattern in patterns:
+                            signal.setitimer(signal.ITIMER_REAL, SEARCH_BUDGET_S * 5)
+                            started = time.perf_counter()
+                            try:
+                                pattern.search(line[:MAX_TEXT_CHARS])
+                                took = time.perf_counter() - started
+                            except _TooSlow:
+                                took = SEARCH_BUDGET_S * 5
+                            finally:
+                                signal.setitimer(signal.ITIMER_REAL, 0)
+                            if took > SEARCH_BUDGET_S:
+                                slow.append(f"{rule.id}: {took:.1f} s on {anchor!r} + {filler[:4]!r}...")
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert slow == []
+
+
 def test_site_rules_directory_is_loaded(tmp_path: Path) -> None:
     (tmp_path / "local.yaml").write_text(
         "id: site.disk_quota\nversion: 1\nphase: extract\ntitle: Disk quota\n"
