@@ -127,7 +127,7 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     stream = stream_key(extra.get("stream"))
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
-        if stream_key(prefix) == stream and rest.startswith(_TRACEBACK_HEAD):
+        if stream_key(prefix) == stream and rest.lstrip(" \t").startswith(_TRACEBACK_HEAD):
             sym.fields["traceback_lines"] = count + 1
             frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if stream_key(r[0]) == stream]
             location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
@@ -142,13 +142,15 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 
 
 _CARRY_ON = re.compile(r"\bINFO\b|\bWARNING\b|\bretry|\bRetry|\bretrying")
+_NCCL_CHATTER = re.compile(r"\bNCCL (?:INFO|WARN)\b")
 
 
 def _carries_on(line: Line, stream: Any) -> bool:
-    """The same stream logs on at INFO/WARNING or retries right after it: the exception was handled."""
+    """The same stream logs on at INFO/WARNING or retries right after it: the exception was handled. NCCL's
+    own INFO lines are not the program going on (its teardown after a crash logs them too)."""
     for text in line.following(10):
         prefix, rest = split_rank(text)
-        if stream_key(prefix) == stream and _CARRY_ON.search(rest):
+        if stream_key(prefix) == stream and _CARRY_ON.search(rest) and not _NCCL_CHATTER.search(rest):
             return True
     return False
 

@@ -17,8 +17,10 @@ RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): |"
                        r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
                        r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
                        r"(?:, ip=[\d.]+)?\)"
-                       r"(?:\x1b\[[\d;]*m)? ?)")
+                       r"(?:\x1b\[[\d;]*m)? ?|"
+                       r"\x1b\[[\d;]*m)")  # a colour code alone (rich, Ray, coloured loggers): no stream
 _RANK_PREFIX = re.compile(RANK_PREFIX_PATTERN)
+_COLOUR_ONLY = re.compile(r"\s*\x1b\[[\d;]*m")
 # The RFC 3339 stamp a log shipper or the kubelet puts before each line it hands on (Loki exports,
 # `kubectl logs --timestamps`, the watch connectors): UTC or an offset, up to nanoseconds, one blank.
 # It comes before the line as the program wrote it, rank prefixes included; also in the prefilter's bytes.
@@ -56,7 +58,7 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         match = _RANK_PREFIX.match(text) if opens else None
         if not match:
             return ((label, rank, local) if found else None), text
-        found = True
+        found = found or not _COLOUR_ONLY.fullmatch(match.group(0))  # a colour code alone names no stream
         named = next((g for g in (match.group(1), match.group(4), match.group(5)) if g is not None), None)
         if named is not None and rank is None:
             rank = int(named)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import pytest
 
-from slurm_attrib.engine.ranks import _RANK_PREFIX, Stream, global_rank, pg_rank, split_rank, stream_key
+from slurm_attrib.engine.ranks import _COLOUR_ONLY, _RANK_PREFIX, Stream, global_rank, pg_rank, split_rank, stream_key
 from slurm_attrib.model import JobFacts
 
 
@@ -32,6 +32,8 @@ from slurm_attrib.model import JobFacts
     ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: x", (None, None, None),
      "[2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: x"),
     ("(pid=77) KeyError: 'x'", (None, None, None), "KeyError: 'x'"),
+    ("\x1b[31mRuntimeError: DDP expects same model\x1b[0m", None, "RuntimeError: DDP expects same model\x1b[0m"),
+    ("3: \x1b[1;31m[rank3]: boom", (3, 3, None), "boom"),
     ("(VllmWorker rank=1 pid=788) ERROR 08-29 02:03:28 [core.py:700] boom", (None, 1, None),
      "ERROR 08-29 02:03:28 [core.py:700] boom"),
 ])
@@ -102,7 +104,7 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
         match = _RANK_PREFIX.match(text)
         if not match:
             return ((label, rank, local) if found else None), text
-        found = True
+        found = found or not _COLOUR_ONLY.fullmatch(match.group(0))
         named = next((g for g in (match.group(1), match.group(4), match.group(5)) if g is not None), None)
         if named is not None and rank is None:
             rank = int(named)
