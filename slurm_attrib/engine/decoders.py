@@ -211,8 +211,8 @@ _FS_MODULES = {
     "mmfs26": "GPFS", "mmfslinux": "GPFS", "mmfs": "GPFS", "ceph": "CephFS", "libceph": "CephFS",
     "beegfs": "BeeGFS", "cifs": "SMB",
 }
-_FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+)(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+"
-                    r"(?:\s+\[(?P<mod>\w+)\])?")
+_FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+)(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
+                    r"(?:\s+\[(?P<mod>\w{1,64})\])?")
 _NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
 
 
