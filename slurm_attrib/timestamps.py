@@ -379,16 +379,15 @@ def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | N
     return _stamp(fmt, m, line, resolved[0], resolved[1], host=host, uptime=_uptime_of(m), tag=m["tag"])
 
 
-def _h_glog(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
-    """glog / c10 ``[E1120 10:30:55.201344 tid file:line] msg`` (``MDD`` or ``MMDD``, no year, local time)."""
-    resolved = _yearless(int(m["mo"]), int(m["d"]), _clock(m), ctx)
-    return None if resolved is None else _stamp("glog", m, line, resolved[0], resolved[1])
+def _yearless_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
+    """Handler for formats with a numeric month ``mo`` and day ``d`` but no year (local time): glog / c10
+    ``[E1120 10:30:55.201344 tid file:line] msg``, vLLM ``ERROR 08-29 02:03:28 [core.py:700] msg``."""
 
+    def handle(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+        resolved = _yearless(int(m["mo"]), int(m["d"]), _clock(m), ctx)
+        return None if resolved is None else _stamp(fmt, m, line, resolved[0], resolved[1])
 
-def _h_vllm(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
-    """vLLM ``ERROR 08-29 02:03:28 [core.py:700] msg`` (``MM-DD``, no year, local time)."""
-    resolved = _yearless(int(m["mo"]), int(m["d"]), _clock(m), ctx)
-    return None if resolved is None else _stamp("vllm", m, line, resolved[0], resolved[1])
+    return handle
 
 
 def _h_glog_notime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
@@ -409,14 +408,14 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_DMESG_RELTIME, re.compile(r"\["), "", _h_dmesg_reltime),
     (_RE_DMESG_DELTA, re.compile(r"\["), "", _h_dmesg_delta),
     (_RE_BRACKET_ISO, re.compile(r"\["), "", _absolute_handler("bracket_iso")),
-    (_RE_GLOG, re.compile(r"[\[IWEF]"), "", _h_glog),
+    (_RE_GLOG, re.compile(r"[\[IWEF]"), "", _yearless_handler("glog")),
     (_RE_GLOG_NOTIME, re.compile(r"\["), "", _h_glog_notime),
     (_RE_TALOS, re.compile(r"\S"), ": [", _h_talos),
     (_RE_DMESG_ISO, re.compile(r"[a-z\d]"), "", _absolute_handler("dmesg_iso")),
     (_RE_ISO_HOST, re.compile(r"\d"), "", _h_iso_host),
     (_RE_PYTHON_LOGGING, re.compile(r"\d"), "", _absolute_handler("python_logging")),
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
-    (_RE_VLLM, re.compile(r"[DIWEC]"), "", _h_vllm),
+    (_RE_VLLM, re.compile(r"[DIWEC]"), "", _yearless_handler("vllm")),
     (_RE_RFC3164, re.compile(r"[A-Z]"), "", _h_rfc3164),
 )
 

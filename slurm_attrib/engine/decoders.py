@@ -247,12 +247,17 @@ def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     for previous in line.preceding(5):
         match = re.search(r"task_memcg=(\S+?),task=", previous)
         if match:
-            sym.fields["memcg"] = match.group(1)
-            job = re.search(r"job_(\d+)", match.group(1))
-            if job:
-                sym.fields["memcg_job"] = job.group(1)
+            _record_memcg(sym, match.group(1))
             break
     return True
+
+
+def _record_memcg(sym: Symptom, memcg: str) -> None:
+    """The memory cgroup an OOM kill hit, and the Slurm job its path names (filter.oom_of_other_job)."""
+    sym.fields["memcg"] = memcg
+    job = re.search(r"job_(\d+)", memcg)
+    if job:
+        sym.fields["memcg_job"] = job.group(1)
 
 
 _OOM_RECORD = re.compile(r"oom-kill:constraint=\w+,.*?task_memcg=(?P<memcg>[^,\s]*)")
@@ -268,10 +273,7 @@ def decode_oom_invoked(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
             break  # the next OOM's header: this one's kill lines were not logged
         record = _OOM_RECORD.search(text)
         if record:
-            sym.fields["memcg"] = record["memcg"]
-            job = re.search(r"job_(\d+)", record["memcg"])
-            if job:
-                sym.fields["memcg_job"] = job.group(1)
+            _record_memcg(sym, record["memcg"])
         if any(marker in text for marker in _OOM_KILLED):
             sym.role, sym.strength = "context", 0
             break

@@ -17,7 +17,7 @@ def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[in
     """Host named in the line (a job node's name, or one of its addresses in job.yaml), else the rank's
     node, else the node the file belongs to."""
     if isinstance(host, str) and host:
-        named = match_node(ctx.job.node_set, host) or ctx.job.node_for_address(host)  # a name, or an address
+        named = job_node(ctx, host)
         if named:
             return named
     if rank is not None:
@@ -40,8 +40,12 @@ def match_node(nodes: Collection[str], name: str) -> Optional[str]:
 
 def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
     """An NCCL/IB peer (``10.0.0.3<54862>``, ``fe80::1%ib0<5>``, ``node-03``) → a job node."""
-    bare = _bare_address(peer)
-    return match_node(ctx.job.node_set, bare) or ctx.job.node_for_address(bare)
+    return job_node(ctx, _bare_address(peer))
+
+
+def job_node(ctx: EngineContext, name: str) -> Optional[str]:
+    """The job node ``name`` stands for: one of its names (:func:`match_node`) or addresses (job.yaml)."""
+    return match_node(ctx.job.node_set, name) or ctx.job.node_for_address(name)
 
 
 def _bare_address(peer: str) -> str:

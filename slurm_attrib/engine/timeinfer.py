@@ -50,20 +50,23 @@ class LineStamps:
     def at(self, buffer: bytes, start: int, stop: int) -> tuple[Optional[StreamKey], str]:
         """:meth:`split` of the line at buffer[start:stop]: the neighbours of a burst of hits are asked
         again and again, so each is decoded once per block (its stamp, :meth:`stamp`, only when wanted)."""
+        spans = self._spans_of(buffer)
+        found = spans.get(start)
+        if found is None:
+            found = spans[start] = self.split(decode(buffer[start:stop]))
+        return found
+
+    def _spans_of(self, buffer: bytes) -> dict[int, tuple[Optional[StreamKey], str]]:
+        """The split neighbours of ``buffer`` by line start, begun afresh for a new block or when full."""
         if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
             self._buffer, self._spans = buffer, {}
-        found = self._spans.get(start)
-        if found is None:
-            found = self._spans[start] = self.split(decode(buffer[start:stop]))
-        return found
+        return self._spans
 
     def hit(self, line: Line) -> tuple[Optional[Stream], str]:
         """:func:`split_rank` of a hit line, remembered as a neighbour too: the hits of a burst are each
         other's neighbours, so the look-back and look-ahead of the next hits find them split already."""
         stream, key, rest = self.parts(line.text)
-        if line.buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
-            self._buffer, self._spans = line.buffer, {}
-        self._spans[line.start] = (key, rest)
+        self._spans_of(line.buffer)[line.start] = (key, rest)
         return stream, rest
 
     def next_time(self, line: Line, wanted: Optional[StreamKey], limit: int = 100,
@@ -73,9 +76,7 @@ class LineStamps:
         This runs for every unstamped hit: the neighbours are walked here, with the memo of :meth:`at`
         at hand, instead of through :meth:`Line.following_spans` and a call per line."""
         buffer = line.buffer
-        if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
-            self._buffer, self._spans = buffer, {}
-        spans, find, size = self._spans, buffer.find, len(buffer)
+        spans, find, size = self._spans_of(buffer), buffer.find, len(buffer)
         fallback: Optional[datetime] = None
         pos = line.end + 1
         for count in range(limit):
@@ -104,9 +105,7 @@ class LineStamps:
         the nearest of stream ``wanted``, else (``want_any``) of the nearest stamped line, looking no further
         than ``after_any`` lines once that is found; walked here as in :meth:`next_time`."""
         buffer = line.buffer
-        if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
-            self._buffer, self._spans = buffer, {}
-        spans, rfind = self._spans, buffer.rfind
+        spans, rfind = self._spans_of(buffer), buffer.rfind
         fallback: Optional[ParsedStamp] = None
         floor = max(0, line.start - LOOKBACK_BYTES)
         stop = line.start - 1
