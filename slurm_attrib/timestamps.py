@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import Optional
@@ -127,6 +127,15 @@ _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" 
 _RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?" + _END)
 _RE_RFC3164 = re.compile(
     _LEAD + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
+)
+
+# What a collection tool writes before each line it hands on: pdsh, clush or ``ssh node dmesg | sed`` the
+# host ("node-03: [ 12.5] NVRM: ..."), grep over several files the file's name and, with -n, the line number
+# ("/var/log/messages:Jan  3 ...", "kern.log.1:88:..."). Only read when the line has no stamp of its own
+# and a stamp follows the prefix, so a message such as "RuntimeError: [3] is setting up" is left alone.
+_RE_COLLECTED = re.compile(
+    r"[ \t]*(?:(?P<path>/[^\s:]{1,255}|[\w.-]{0,64}(?:messages|syslog|kern\.log|dmesg|journal)[\w.-]{0,32})"
+    r"(?::\d{1,12})?|(?P<host>[A-Za-z0-9][\w.-]{0,62})):[ \t]?"
 )
 
 _RE_ISO_FULL = re.compile(
@@ -434,6 +443,24 @@ def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
 
     Only the first ``PREFIX_LIMIT`` characters are examined. Out-of-range dates count as no stamp.
     """
+    stamp = _parse_own(line, ctx)
+    if stamp.fmt:
+        return stamp
+    collected = _RE_COLLECTED.match(line, 0, PREFIX_LIMIT)
+    if collected is None:
+        return stamp
+    inner = _parse_own(line[collected.end():], ctx)
+    if not inner.fmt:
+        return stamp
+    host = collected["host"]
+    if host == "kernel":  # a forwarder that kept the kernel's tag and dropped the rest
+        return replace(inner, tag=inner.tag or host)
+    notes = (*inner.assumptions, "line prefixed by a collection tool (pdsh, clush, grep)")
+    return replace(inner, host=inner.host or host, assumptions=tuple(sorted(set(notes))))
+
+
+def _parse_own(line: str, ctx: TimeContext) -> ParsedStamp:
+    """:func:`parse_line_time` without the collection tool's prefix."""
     head = line[:PREFIX_LIMIT]
     for pattern, needs, handler in _formats_for(head.lstrip(" \t")[:1]):
         if needs and needs not in head:

@@ -576,7 +576,7 @@ def test_format_gates_only_skip_patterns_that_cannot_match() -> None:
         for pattern, gate, needs, _handler in timestamps._FORMATS:
             if pattern.match(head):
                 assert gate.match(head.lstrip(" \t")[:1]) and needs in head, (pattern.pattern, line)
-        assert parse_line_time(line, ctx) == _every_format(line, ctx), line
+        assert timestamps._parse_own(line, ctx) == _every_format(line, ctx), line
 
 
 @pytest.mark.parametrize(
@@ -664,6 +664,32 @@ def test_a_syslog_line_without_its_host_reads_the_tag_as_the_tag(line: str, host
     stamp = parse_line_time(line, window)
     assert stamp.time is not None
     assert (stamp.host, stamp.tag, stamp.message) == (host, tag, message)
+
+
+@pytest.mark.parametrize(("line", "host", "tag", "fmt"), [
+    ("node-01: [1084456.074562] NVRM: Xid (PCI:0000:09:00): 79", "node-01", None, "dmesg_uptime"),  # pdsh dmesg
+    ("gpu17.cluster: [Tue Mar  3 10:00:01 2026] NVRM: Xid 79", "gpu17.cluster", None, "dmesg_ctime"),  # dmesg -T
+    ("node-01: Mar  3 10:00:01 node-01 kernel: NVRM: Xid", "node-01", "kernel", "rfc3164"),
+    ("/var/log/messages:Mar  3 10:00:01 node-02 kernel: NVRM: Xid", "node-02", "kernel", "rfc3164"),  # grep
+    ("messages-20260303:12:Mar  3 10:00:01 node-02 kernel: NVRM: Xid", "node-02", "kernel", "rfc3164"),  # grep -n
+    ("kern.log.1:Mar  3 10:00:01 node-02 kernel: NVRM: Xid", "node-02", "kernel", "rfc3164"),
+    ("kernel: [ 1084456.074562] NVRM: Xid", None, "kernel", "dmesg_uptime"),  # a forwarder's bare tag
+])
+def test_a_collection_tools_prefix_is_read_past(line: str, host: Optional[str], tag: Optional[str],
+                                                fmt: str) -> None:
+    """pdsh, clush and grep put the host or file before each line; the stamp after it is the line's."""
+    window = TimeContext(window_start=datetime(2026, 3, 1, tzinfo=timezone.utc),
+                         window_end=datetime(2026, 3, 30, tzinfo=timezone.utc))
+    stamp = parse_line_time(line, window)
+    assert (stamp.host, stamp.tag, stamp.fmt, stamp.message) == (host, tag, fmt, line[line.index("NVRM"):])
+
+
+@pytest.mark.parametrize("line", ["RuntimeError: [3] is setting up NCCL communicator",
+                                  "NVRM: Xid (PCI:0000:09:00): 79", "node-01: NVRM: Xid 79",
+                                  "Error: 2026-03-03T10:00:01Z-suffixed name"])
+def test_a_message_is_not_read_as_a_collection_prefix(line: str) -> None:
+    """Only a stamp after the prefix makes it one: a message with a colon keeps its words."""
+    assert parse_line_time(line, TimeContext()) == ParsedStamp(None, line, "", None, None, ())
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -351,8 +351,10 @@ class _LineHandler:
             rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
         if local is not None:
             fields["local_rank"] = local
-        node = resolve_node(self.ctx, self.bf.node, rank if local is None or rank is not None else None,
-                            fields.get("host"))
+        # a kernel line's own host (syslog, pdsh) names its node in a file of many nodes (a central syslog);
+        # in a node's own file another node's line never gets here (KernelLines.trust)
+        host = fields.get("host") or (stamp.host if self.kernel else None)
+        node = resolve_node(self.ctx, self.bf.node, rank if local is None or rank is not None else None, host)
         evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
                                offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP], trust=trust)
         plan = self.plans.get(rule.id) or EmitPlan.of(rule)

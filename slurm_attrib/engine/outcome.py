@@ -350,7 +350,10 @@ def coverage_gaps(ctx: EngineContext, rule_: Rule) -> int:
     have_kernel = {f.node for f in ctx.bundle.files if f.source == "kernel"}
     missing = [n for n in ctx.job.nodes if n not in have_kernel]
     gaps = []
-    if missing:
+    shared = sorted(f.rel for f in ctx.bundle.files if f.source == "kernel" and f.node not in ctx.job.node_set)
+    if missing and shared:  # a central syslog or pdsh output: its lines name their hosts
+        gaps.append(f"no kernel log of its own from {_short_list(missing)} (only {_short_list(shared)})")
+    elif missing:
         gaps.append("no kernel log from " + _short_list(missing))
     if not any(f.source == "app" for f in ctx.bundle.files):
         gaps.append("no application log")

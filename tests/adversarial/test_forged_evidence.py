@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+import pytest
 import yaml
 
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen off the bus."
@@ -73,12 +74,26 @@ def test_a_kernel_tagged_line_from_a_mixed_file_explains_but_is_unverified(tmp_p
     assert legacy["root_cause"]["evidence"][0]["trust"] == "unverified"
 
 
-def test_a_line_naming_another_node_is_not_evidence_about_this_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line", [f"Nov 20 10:30:00 node-02 kernel: {XID79}",
+                                  f"node-02: [Fri Nov 20 10:30:00 2026] {XID79}"])  # pdsh's prefix
+def test_a_line_naming_another_node_is_not_evidence_about_this_one(tmp_path: Path, line: str) -> None:
     """node-01's log carrying a line whose host is node-02: neither node is blamed on it."""
-    diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"Nov 20 10:30:00 node-02 kernel: {XID79}\n"},
-                             {"node-01": "journald"}))
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": line + "\n"}, {"node-01": "journald"}))
     assert diag["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in diag["evidence"])
     assert "host node-02 named inside node-01's log" in _notes(diag)
+
+
+def test_a_central_syslog_file_gives_each_line_the_node_its_host_names(tmp_path: Path) -> None:
+    """A hand-made bundle with the site's central syslog (or `pdsh -w node-[01-02] dmesg -T` output) in
+    one file: a line is about the node its host names, not about the file."""
+    central = (f"Nov 20 10:29:59 node-01 kernel: mlx5_core 0000:0c:00.0: Port module event: module 0, "
+               f"Cable plugged\nNov 20 10:30:00 node-02 kernel: {XID79}\n")
+    diag = _diagnose(_bundle(tmp_path / "central", {"central.log": central}))
+    assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-02"]
+    pdsh = f"node-01: [Fri Nov 20 10:29:00 2026] nvidia-peermem: loaded\nnode-02: [Fri Nov 20 10:30:00 2026] {XID79}\n"
+    diag = _diagnose(_bundle(tmp_path / "pdsh", {"pdsh.log": pdsh}))
+    assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-02"]
+    assert diag["root_cause"]["time"] == "2026-11-20T10:30:00.000000Z"
 
 
 def test_a_tagless_kernel_message_still_counts_but_unverified(tmp_path: Path) -> None:
