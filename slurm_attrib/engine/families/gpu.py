@@ -27,6 +27,7 @@ from ...ruleset import Rule
 from ...scan import Line
 from ..context import EngineContext
 from ..params import str_list
+from ..ranks import split_rank
 from ..registry import decoder, rule
 
 
@@ -196,7 +197,8 @@ def decode_nccl_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     text = extra["text"]
     if not sym.fields.get("error"):
         following = line.following(1)
-        quoted = re.match(r"\s*'([^']+)'", following[0]) if following else None
+        # the quoted text on the next line carries the same rank prefix ("3: 'unspecified launch failure'")
+        quoted = re.match(r"\s*'([^']+)'", split_rank(following[0])[1]) if following else None
         if quoted:
             sym.fields["error"] = quoted.group(1)
             text = f"{text} '{quoted.group(1)}'"
