@@ -11,7 +11,8 @@ A fixture is either a bundle directory or a YAML file with an inline bundle::
       node_history: {node-02: 2}
     expect:                      # optional, positive fixtures of extract rules
       fields: {code: 79}         # a symptom of this rule has these field values
-      role: candidate
+      role: candidate            # also category, responsible, kind, node, gpu, rank, dropped, and
+      time: "2026-11-20T10:00:05.000000Z"   # the symptom's time as the diagnosis writes it
 
 A positive fixture passes when the rule fires, every symptom it made has a kind it declares
 (``emit.kind``/``emit.kinds``) and a symptom meets ``expect``; a negative one passes when the rule
@@ -29,6 +30,7 @@ from typing import Any, Optional
 import yaml
 
 from .engine import Engine, EngineSettings
+from .model import iso
 from .ruleset import Rule
 
 
@@ -118,16 +120,25 @@ def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Opti
                 return f"outcome.{key}: expected {wanted!r}, got {got!r}"
     wanted_fields = expect.get("fields") or {}
     attrs = {k: v for k, v in expect.items() if k in ("role", "category", "responsible", "kind", "node", "gpu",
-                                                        "rank", "dropped")}
+                                                        "rank", "dropped", "time")}
     if not wanted_fields and not attrs:
         return None
     for sym in symptoms:
         if all(sym.fields.get(k) == v for k, v in wanted_fields.items()) and all(
-                (bool(sym.dropped) if k == "dropped" else getattr(sym, k)) == v for k, v in attrs.items()):
+                _attr(sym, k) == v for k, v in attrs.items()):
             return None
-    seen = [{"fields": {k: s.fields.get(k) for k in wanted_fields}, **{k: getattr(s, k) for k in attrs}}
+    seen = [{"fields": {k: s.fields.get(k) for k in wanted_fields}, **{k: _attr(s, k) for k in attrs}}
             for s in symptoms[:3]]
     return f"no symptom of this rule matches {expect}; saw {seen}"
+
+
+def _attr(sym: Any, key: str) -> Any:
+    """A symptom attribute as a fixture writes it: ``dropped`` as a flag, ``time`` as canonical ISO text."""
+    if key == "dropped":
+        return bool(sym.dropped)
+    if key == "time":
+        return iso(sym.time)
+    return getattr(sym, key)
 
 
 def run_all(engine: Engine, root: Path, only: Optional[str] = None,

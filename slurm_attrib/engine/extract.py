@@ -21,7 +21,7 @@ from ..model import (
 )
 from ..ruleset import Rule
 from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream, will_count
-from ..timestamps import SYSLOG_FORMATS, ParsedStamp, TimeContext, format_utc
+from ..timestamps import SYSLOG_FORMATS, ParsedStamp, TimeContext, format_utc, parse_iso
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
@@ -318,7 +318,10 @@ class _LineHandler:
                 if not trust:
                     continue
             groups = match.groupdict()
-            if "time taken from a preceding line" in stamp.assumptions:
+            own = _said_time(groups.get("at"), stamp, self.timectx)
+            if own is not None:
+                stamp = own
+            elif "time taken from a preceding line" in stamp.assumptions:
                 upper = next_time(line, stream, self.timectx, self.stamps)
                 groups["time_inferred"] = "preceding line"
                 if upper is not None:
@@ -378,6 +381,18 @@ class _LineHandler:
         self.ctx.symptoms.append(sym)
         self.ctx.fired[rule.id] += 1
         self.found += 1
+
+
+def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
+    """A line without a stamp of its own whose message names when it happened (a rule's ``at`` group:
+    Slurm's ``CANCELLED AT 2024-05-01T10:00:03``, in the node's zone) has that time, not a neighbour's."""
+    if not said or (stamp.time is not None and "time taken from a preceding line" not in stamp.assumptions):
+        return None
+    when = parse_iso(said, timectx)
+    if when is None:
+        return None
+    return ParsedStamp(time=when, message=stamp.message, fmt=stamp.fmt, host=stamp.host, uptime=stamp.uptime,
+                       tag=stamp.tag, assumptions=("time from the message's own date-time",))
 
 
 def _typed(key: str, value: str) -> Any:
