@@ -25,8 +25,8 @@ from ..timestamps import SYSLOG_FORMATS, ParsedStamp, TimeContext, format_utc, p
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
-from .nodes import match_node, resolve_node, resolve_peer
-from .ranks import Stream, global_rank, pg_rank, shipped_stamp, stream_key
+from .nodes import job_node, match_node, resolve_node, resolve_peer
+from .ranks import Stream, global_rank, pg_rank, shipped_stamp, split_rank, stream_key
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
 
@@ -267,6 +267,9 @@ def _short(text: str) -> str:
     return repr(text[:40])
 
 
+_PDSH_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}): ")
+
+
 class _LineHandler:
     """Called for every prefilter hit of one file."""
 
@@ -302,6 +305,9 @@ class _LineHandler:
 
     def _judge(self, line: Line) -> None:
         stream, text = self.stamps.hit(line) if self.app else (None, line.text)
+        node = self.bf.node
+        if self.app and stream is None and text[:1].isalnum():
+            node, stream, text = self._collected(node, text)
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
             assert rule.match is not None
@@ -326,7 +332,18 @@ class _LineHandler:
                 groups["time_inferred"] = "preceding line"
                 if upper is not None:
                     groups["time_upper"] = format_utc(upper)
-            self._emit(rule, line, text, stream, stamp, groups, trust)
+            self._emit(rule, line, text, stream, stamp, groups, trust, node)
+
+    def _collected(self, node: Optional[str], text: str) -> tuple[Optional[str], Optional[Stream], str]:
+        """A line as pdsh or clush hand it on (the DeepSpeed and Horovod launchers run ranks through them):
+        ``node-03: [rank9]: Traceback ...``. Only a job node's name or address counts as the prefix, so
+        ``RuntimeError: ...`` stays the message it is; the rest is read for its rank prefix as usual."""
+        prefix = _PDSH_HOST.match(text)
+        named = job_node(self.ctx, prefix.group(1)) if prefix else None
+        if prefix is None or named is None:
+            return node, None, text
+        stream, rest = split_rank(text[prefix.end():])
+        return named, stream, rest
 
     def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
         stamp = self.stamps.stamp(text)
@@ -347,9 +364,10 @@ class _LineHandler:
         return stamp
 
     def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
-              groups: dict[str, Any], trust: str = "") -> None:
+              groups: dict[str, Any], trust: str = "", file_node: Optional[str] = None) -> None:
+        """``file_node``: the node whose output the line is (the file's, or a pdsh prefix's)."""
         fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
-        rank, local = global_rank(stream, self.bf.node, self.ctx.job)
+        rank, local = global_rank(stream, file_node, self.ctx.job)
         if rank is None:
             rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
         if local is not None:
@@ -357,7 +375,7 @@ class _LineHandler:
         # a kernel line's own host (syslog, pdsh) names its node in a file of many nodes (a central syslog);
         # in a node's own file another node's line never gets here (KernelLines.trust)
         host = fields.get("host") or (stamp.host if self.kernel else None)
-        node = resolve_node(self.ctx, self.bf.node, rank if local is None or rank is not None else None, host)
+        node = resolve_node(self.ctx, file_node, rank if local is None or rank is not None else None, host)
         evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
                                offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP], trust=trust)
         plan = self.plans.get(rule.id) or EmitPlan.of(rule)
