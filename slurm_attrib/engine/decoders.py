@@ -39,6 +39,8 @@ def _driver(ctx: EngineContext, node: str | None) -> str | None:
 def _apply(sym: Symptom, assessment: XidAssessment) -> None:
     sym.role, sym.category, sym.responsible = assessment.role, assessment.category, assessment.responsible
     sym.strength, sym.summary, sym.actions = assessment.strength, assessment.summary, assessment.actions
+    if assessment.readings:
+        sym.fields["readings"] = list(assessment.readings)
 
 
 @decoder("nvidia_xid")

@@ -143,6 +143,13 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                        summary="several unrelated faults fit equally: " + "; ".join(
                            _describe(s) for s in ctx.leaders), culprit_nodes=[],
                        annotations=[*notes, f"candidate nodes: {', '.join(nodes)}"])
+    if ctx.leaders and ctx.leaders[0].category == "unknown":
+        # a fault whose kind names no cause (an Xid NVIDIA's catalog leaves open) explains nothing by itself
+        return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
+                       culprit_nodes=[],
+                       summary=f"{_describe(ctx.leaders[0])}: its cause is not known from the line alone",
+                       annotations=[*notes, "the leading event names no cause; look for what came just before "
+                                    "it on the same node or GPU"])
     if ctx.leaders:
         root = ctx.leaders[0]
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,

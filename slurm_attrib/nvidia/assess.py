@@ -66,6 +66,9 @@ class XidAssessment:
     strength: int  # 0-100
     summary: str
     actions: tuple[str, ...]
+    # the categories an Xid of unknown catalog category fits alike (from NVIDIA's legacy cause table):
+    # alone it makes the verdict ambiguous with one candidate each rather than attributed to "unknown"
+    readings: tuple[str, ...] = ()
 
 
 _NVLINK5_CODES = range(144, 151)  # the codes whose payload decode_nvlink5 reads
@@ -230,7 +233,24 @@ def assess_xid(event: XidEvent, driver_version: str | None = None, policy: XidPo
     if entry is not None and entry.category == "application":
         return XidAssessment("candidate", category, responsible, 40, label, actions)
     strength = policy.severity_strength[entry.severity if entry is not None else "unknown"]
-    return XidAssessment("candidate", category, responsible, strength, label, actions)
+    readings = _legacy_readings(entry, policy) if category == "unknown" else ()
+    if len(readings) == 1:  # every listed cause is of one kind (a driver fault): that is its category
+        category, responsible = next((c, r) for c, r in policy.categories.values() if c == readings[0])
+        readings = ()
+    return XidAssessment("candidate", category, responsible, strength, label, actions, readings)
+
+
+# NVIDIA's pre-Ampere cause table (catalog legacy_causes) in the catalog's own categories: hardware, bus,
+# thermal, frame buffer corruption and driver are all the GPU's side; a host memory fault is the node's,
+# not a reading of the GPU line
+_LEGACY_CAUSES = {"hw": "hardware", "bus": "hardware", "thermal": "thermal_power", "fb_corruption": "hardware",
+                  "driver": "driver", "user_app": "application"}
+
+
+def _legacy_readings(entry: XidEntry | None, policy: XidPolicy) -> tuple[str, ...]:
+    """The diagnosis categories of an Xid's legacy causes, sorted, without repeats."""
+    causes = (entry.legacy_causes or ()) if entry is not None else ()
+    return tuple(sorted({policy.categories[_LEGACY_CAUSES[c]][0] for c in causes if c in _LEGACY_CAUSES}))
 
 
 def _teardown_summary(event: XidEvent, entry: XidEntry | None) -> str:

@@ -107,3 +107,20 @@ def test_each_reading_is_responsible_as_params_say() -> None:
     ctx.leaders = [cuda]
     root_cause(ctx, shipped("final.root_cause", responsible_of={"application": "scheduler"}))
     assert [c.responsible for c in ctx.outcome.candidates] == ["unknown", "scheduler", "unknown"]
+
+
+def test_a_sole_leader_of_unknown_category_is_never_attributed() -> None:
+    """An event whose kind names no cause (an Xid NVIDIA's catalog leaves open, without legacy causes):
+    unattributed, no culprit; with readings it is ambiguous between them."""
+    xid = sym("xid", "unknown", "unknown", 50, code=5)
+    ctx = context("FAILED", xid)
+    ctx.leaders = [xid]
+    root_cause(ctx, shipped("final.root_cause"))
+    assert (ctx.outcome.status, ctx.outcome.culprit_nodes, ctx.outcome.root) == ("unattributed", [], None)
+    assert ctx.outcome.summary.endswith("its cause is not known from the line alone")
+    xid8 = sym("xid", "unknown", "unknown", 50, code=8, readings=["application", "gpu_hardware"])
+    ctx = context("FAILED", xid8)
+    ctx.leaders = [xid8]
+    root_cause(ctx, shipped("final.root_cause"))
+    assert ctx.outcome.status == "ambiguous"
+    assert [c.category for c in ctx.outcome.candidates] == ["application", "gpu_hardware"]

@@ -114,7 +114,8 @@ def _event(code: int, message: str = "", pci: str = "0000:3b:00") -> XidEvent:
             "xid 137",
         ),
         ("NVRM: Xid (PCI:0000:9b:00): 8, x", None, "candidate", "unknown", "unknown", 50, "xid 8"),
-        ("NVRM: Xid (PCI:0000:9b:00): 1, x", None, "candidate", "unknown", "unknown", 60, "xid 1"),
+        # legacy causes driver, system memory, bus, frame buffer: all the GPU's side
+        ("NVRM: Xid (PCI:0000:9b:00): 1, x", None, "candidate", "gpu_hardware", "infrastructure", 60, "xid 1"),
         (
             "NVRM: Xid (PCI:0000:9b:00): 54, x",
             None,
@@ -383,6 +384,20 @@ def test_assess_every_code_is_well_formed(code: int) -> None:
     assert assessment.summary.startswith(f"xid {code}")
     if assessment.role != "candidate":
         assert assessment.strength <= 10
+    # an open category carries its readings (two or more) or none; a known one never needs them
+    assert len(assessment.readings) != 1
+    assert not assessment.readings or assessment.category == "unknown"
+
+
+@pytest.mark.parametrize(("code", "readings"), [(8, ("application", "gpu_hardware")),
+                                                (109, ("application", "gpu_hardware")),
+                                                (24, ("application", "gpu_hardware")), (5, ()), (138, ())])
+def test_an_xid_of_open_category_carries_the_readings_of_its_legacy_causes(code: int,
+                                                                           readings: tuple[str, ...]) -> None:
+    """Xid 8's legacy causes are driver, user app, bus, thermal: a GPU-side and an application reading;
+    alone it makes the verdict ambiguous, never "attributed, category unknown"."""
+    assessment = assess_xid(_event(code))
+    assert (assessment.category, assessment.readings) == ("unknown", readings)
 
 
 @pytest.mark.parametrize(
