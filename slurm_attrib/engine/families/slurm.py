@@ -14,17 +14,63 @@ from ...slurm.states import FAILED_STATES, normalise
 from ..context import EngineContext
 from ..registry import decoder, rule
 
-# Reasons slurmd gives for a task launch that the job itself caused: its program, its files.
+# Reasons slurmd gives (slurm_errno.c's ESLURMD_* texts and errno strings) for a task launch that the job
+# itself caused: its program and files, its CPU binding (task/affinity refuses a request outside the
+# step's CPUs: a step launched inside a step, a partial-node allocation), its ids, its
+# accounting frequency, its number of steps.
 _JOB_REASONS = re.compile(r"No such file or directory|Permission denied|Exec format error|Not a directory|"
-                          r"Invalid (?:user|group) id|Invalid job id", re.IGNORECASE)
+                          r"Invalid (?:user|group) id|Invalid job id|Unable to satisfy cpu bind request|"
+                          r"Invalid accounting frequency|"
+                          r"Too many job steps on node|Invalid user for job", re.IGNORECASE)
+# Slurm could not lay the tasks out on the node's CPUs ("this should never happen" beside it): the job's
+# distribution request or Slurm's own binding logic; the line does not say which, and it is not the node.
+_LAYOUT_REASONS = re.compile(r"Unable to layout tasks on given cpus", re.IGNORECASE)
+# The job was already over when its step launched (cancelled, timed out): a consequence, not a cause.
+_ENDED_REASONS = re.compile(r"Job credential revoked|Job step not running|Job step already exists|"
+                            r"Job/step already completing|Kill job already complete", re.IGNORECASE)
 
 
 @decoder("slurm_launch_reason")
 def decode_launch_reason(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """A launch that failed for the job's own program is an application error on that node."""
-    if _JOB_REASONS.search(str(sym.fields.get("reason", ""))):
+    """A launch that failed for the job's own program or request is an application error on that node;
+    one refused because the job had already ended explains nothing."""
+    reason = str(sym.fields.get("reason", ""))
+    if _JOB_REASONS.search(reason):
         sym.category, sym.responsible, sym.strength = "application", "workload", 55
+    elif _LAYOUT_REASONS.search(reason):
+        sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
+    elif _ENDED_REASONS.search(reason):
+        sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
     return True
+
+
+@rule("refine.slurm_launch_failed_everywhere")
+def launch_failed_everywhere(ctx: EngineContext, rule_: Rule) -> int:
+    """The same launch failure from two or more nodes of a step is the cluster's setup (credentials,
+    clocks, munge, slurm.conf) or the job's request, not one node: no node is blamed (responsible
+    unknown), the first stays the candidate and the others support it."""
+    by_reason: dict[str, list[Symptom]] = {}
+    for sym in ctx.active():
+        if sym.kind == "step_launch_error" and sym.role == "candidate" and sym.responsible == "infrastructure":
+            by_reason.setdefault(_reason_key(sym), []).append(sym)
+    count = 0
+    for found in by_reason.values():
+        nodes = sorted({s.node for s in found if s.node})
+        if len(nodes) < 2:
+            continue
+        first, *rest = sorted(found, key=Symptom.sort_key)
+        first.responsible = "unknown"
+        first.notes.append(f"the same launch failure on {len(nodes)} nodes ({', '.join(nodes[:8])}): the "
+                           "cluster's setup or the job's request, not one node")
+        for sym in rest:
+            sym.role, sym.responsible, sym.supports = "cascade", "unknown", first.id
+        count += len(found)
+    return count
+
+
+def _reason_key(sym: Symptom) -> str:
+    """The launch failure's reason without the numbers and names that differ from node to node."""
+    return re.sub(r"[\d.]+|0x[0-9a-f]+", "#", str(sym.fields.get("reason", "")).strip().lower())
 
 
 @decoder("slurm_execve")
