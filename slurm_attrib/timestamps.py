@@ -76,7 +76,7 @@ _CLOCK = r"(?P<H>\d{2}):(?P<Mi>\d{2}):(?P<S>\d{2})"
 _DOT_FRAC = r"(?:\.(?P<f>\d+))?"
 _ANY_FRAC = r"(?:[.,](?P<f>\d+))?"
 _OFFSET = r"(?P<off>[Zz]|[+-]\d{2}(?::?\d{2})?)"
-_MONTH_DAY = r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2})"
+_MONTH_DAY = r"(?P<mon>[A-Za-z]{3}) +(?P<d>\d{1,2})"  # "aug" too: journals in other locales
 _TAG = r"[^\s:\[\]]+(?:\[\d+\])?"
 _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
 # the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):
@@ -90,12 +90,12 @@ _RE_DMESG_UPTIME = re.compile(
     _LEAD + _PRIORITY + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
 )
 _RE_DMESG_CTIME = re.compile(
-    _LEAD + _PRIORITY + r"\[[A-Z][a-z]{2} " + _MONTH_DAY + " " + _CLOCK
+    _LEAD + _PRIORITY + r"\[[A-Za-z]{3} " + _MONTH_DAY + " " + _CLOCK
     + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})\][ \t]*"
 )
 # dmesg -H / --reltime: '[Nov20 10:30]' opens each minute; '[  +0.000316]' is the delta to the previous line.
 _RE_DMESG_RELTIME = re.compile(
-    _LEAD + r"\[(?P<mon>[A-Z][a-z]{2})(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
+    _LEAD + r"\[(?P<mon>[A-Za-z]{3})(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
 )
 _RE_DMESG_DELTA = re.compile(_LEAD + r"\[[ \t]*\+[ \t]*\d+\.\d{1,9}\][ \t]*")
 _RE_BRACKET_ISO = re.compile(_LEAD + r"\[" + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + r"?\][ \t]*")
@@ -227,7 +227,7 @@ def _zone_note(ctx: TimeContext) -> str:
 def _absolute(m: re.Match[str], ctx: TimeContext) -> tuple[datetime, tuple[str, ...]] | None:
     """Resolve a match with year, month ``mo`` or name ``mon``, day, clock and optional offset."""
     name = _opt(m, "mon")
-    month = _MONTHS.get(name, 0) if name is not None else int(m["mo"])
+    month = _MONTHS.get(name.title(), 0) if name is not None else int(m["mo"])
     wall = _wall(int(m["Y"]), month, int(m["d"]), _clock(m))
     offset = _opt(m, "off")
     if offset is None:
@@ -327,7 +327,7 @@ def _h_dmesg_ctime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp
     print a zone abbreviation before the year, used only when it is UTC/GMT (abbreviations are ambiguous)."""
     name = _opt(m, "zn")
     if name is not None and name in _UTC_NAMES:
-        time = _in_zone(_wall(int(m["Y"]), _MONTHS.get(m["mon"], 0), int(m["d"]), _clock(m)), _UTC)
+        time = _in_zone(_wall(int(m["Y"]), _MONTHS.get(m["mon"].title(), 0), int(m["d"]), _clock(m)), _UTC)
         return None if time is None else _stamp("dmesg_ctime", m, line, time)
     resolved = _absolute(m, ctx)
     if resolved is None:
@@ -338,7 +338,7 @@ def _h_dmesg_ctime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp
 
 def _h_dmesg_reltime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``dmesg -H``/``--reltime`` minute header ``[Nov20 10:30]``: no year, minute precision."""
-    month = _MONTHS.get(m["mon"])
+    month = _MONTHS.get(m["mon"].title())
     resolved = None if month is None else _yearless(month, int(m["d"]), _clock(m), ctx)
     if resolved is None:
         return None
@@ -379,7 +379,7 @@ def _h_iso_host(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | 
 
 def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``Mmm dd HH:MM:SS[.ffffff] host tag: [uptime] msg``: the year comes from the job window."""
-    month = _MONTHS.get(m["mon"])
+    month = _MONTHS.get(m["mon"].title())
     resolved = None if month is None else _yearless(month, int(m["d"]), _clock(m), ctx)
     if resolved is None:
         return None
@@ -425,7 +425,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_PYTHON_LOGGING, re.compile(r"\d"), "", _absolute_handler("python_logging")),
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
     (_RE_VLLM, re.compile(r"[DIWEC]"), "", _yearless_handler("vllm")),
-    (_RE_RFC3164, re.compile(r"[A-Z]"), "", _h_rfc3164),
+    (_RE_RFC3164, re.compile(r"[A-Za-z]"), "", _h_rfc3164),
 )
 
 

@@ -666,6 +666,16 @@ def test_a_syslog_line_without_its_host_reads_the_tag_as_the_tag(line: str, host
     assert (stamp.host, stamp.tag, stamp.message) == (host, tag, message)
 
 
+@pytest.mark.parametrize("line", ["aug 16 23:01:35 kernel: NVRM: Xid", "AUG 16 23:01:35 node-01 kernel: NVRM: Xid",
+                                  "[sun aug 16 23:01:35 2026] NVRM: Xid", "[aug16 23:01:35] NVRM: Xid"])
+def test_a_month_in_any_case_is_a_month(line: str) -> None:
+    """Journals and dmesg under other locales' settings write "aug"; the stamp is the same."""
+    window = TimeContext(window_start=datetime(2026, 8, 1, tzinfo=timezone.utc),
+                         window_end=datetime(2026, 8, 30, tzinfo=timezone.utc))
+    stamp = parse_line_time(line, window)
+    assert stamp.time == datetime(2026, 8, 16, 23, 1, 35, tzinfo=timezone.utc) and stamp.message == "NVRM: Xid"
+
+
 @pytest.mark.parametrize(("line", "host", "tag", "fmt"), [
     ("node-01: [1084456.074562] NVRM: Xid (PCI:0000:09:00): 79", "node-01", None, "dmesg_uptime"),  # pdsh dmesg
     ("gpu17.cluster: [Tue Mar  3 10:00:01 2026] NVRM: Xid 79", "gpu17.cluster", None, "dmesg_ctime"),  # dmesg -T
