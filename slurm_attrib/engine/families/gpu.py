@@ -117,13 +117,22 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
 
 # cuBLAS / cuDNN / cuSOLVER / cuSPARSE / cuFFT allocation failures: the library could not get GPU memory.
 ALLOC_FAILED = re.compile(r"\bCU(?:BLAS|DNN|SOLVER|SPARSE|RAND)_STATUS_ALLOC_FAILED\b|\bCUFFT_ALLOC_FAILED\b")
-_NAME = re.compile(r"\b(?:cudaError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
+_NAME = re.compile(r"\b(?:cudaError\w+|hipError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
 # 'code=802(', '(code #214,', 'error code 214', 'Error 802: ', 'Cuda failure 802 ', 'runtime error (802)',
 # glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to'
 _CODE = re.compile(r"(?i)(?:\bcode=|\(code\s*#?|error code:?\s*|\berror\s+(?=\d+:)|cuda failure\s+|"
                    r"runtime error \(|cudaSuccess == \w+ \(0 vs\.\s*|\[(?=\d+\] Call to))(?P<code>\d{1,3})\b")
 _BY_NAME = {e.name.lower(): e for e in CUDA_ERRORS} | {e.driver.lower(): e for e in CUDA_ERRORS if e.driver} \
     | {e.driver.lower()[5:]: e for e in CUDA_ERRORS if e.driver}  # 'ERROR_ECC_UNCORRECTABLE' (Julia)
+# ROCm's HIP keeps CUDA's runtime names under its own prefix (hipErrorIllegalAddress), except where it
+# renamed them; its numbers differ, so a HIP error is read by name and text only
+_HIP_NAMES = {"hipErrorOutOfMemory": "cudaErrorMemoryAllocation",
+              "hipErrorNoBinaryForGpu": "cudaErrorNoKernelImageForDevice",
+              "hipErrorECCNotCorrectable": "cudaErrorECCUncorrectable",
+              "hipErrorNotInitialized": "cudaErrorInitializationError",
+              "hipErrorDeinitialized": "cudaErrorCudartUnloading"}
+_BY_NAME |= {"hip" + e.name.lower()[4:]: e for e in CUDA_ERRORS} | {
+    hip.lower(): _BY_NAME[cuda.lower()] for hip, cuda in _HIP_NAMES.items()}
 _BY_CODE = {code: e for e in CUDA_ERRORS for code in e.codes}
 
 
@@ -217,9 +226,11 @@ def decode_nccl_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 
 # What the multicast calls (cuMulticastCreate / AddDevice / BindMem) return when the fabric or the
 # process's access to it refuses: invalid argument/value, out of memory (slots), not permitted /
-# supported, illegal state. Anything else in nvls.cc (e.g. 'initialization error') is CUDA itself failing.
+# supported, illegal state; and 'unknown error' (999), which NCCL's maintainers see there after a Fabric
+# Manager restart without a GPU reset (NVIDIA/nccl-tests#276, nccl#976). Anything else in nvls.cc (e.g.
+# 'initialization error') is CUDA itself failing.
 _NVLS_REFUSAL = re.compile(r"(?i)invalid (?:argument|value)|out of memory|not permitted|not supported|present state|"
-                           r"failure (?:1|2|401|800|801)\b")
+                           r"unknown error|failure (?:1|2|401|800|801|999)\b")
 
 
 def _codes(text: str) -> set[int]:
