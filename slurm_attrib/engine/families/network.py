@@ -323,7 +323,7 @@ def decode_nccl_result(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     mismatched communicator setup): a weak application candidate, unless the same line quotes NCCL's
     last warning naming a network/bootstrap problem, which the network rules judge. Every other result
     stays a cascade."""
-    reason = f"{sym.fields.get('reason', '')} {sym.fields.get('result', '')}".lower()
+    reason = " ".join(str(sym.fields.get(k, "")) for k in ("reason", "result", "call_reason")).lower()
     if ("invalid usage" in reason or "ncclinvalidusage" in reason) and not _NETWORK_LAST_ERROR.search(extra["text"]):
         _apply(sym, Verdict("candidate", "workload", 35, "NCCL rejected how it was called (ncclInvalidUsage)",
                             category="application"))
