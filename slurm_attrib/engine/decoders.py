@@ -7,6 +7,7 @@ like an Xid but does not parse as one).
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -118,6 +119,43 @@ def decode_fallen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     _apply(sym, assess_xid(XidEvent(pci=pci, code=79, gpu_instance=None, compute_instance=None, pid=None,
                                           process=None, message="GPU has fallen off the bus"),
                               _driver(ctx, sym.node)))
+    return True
+
+
+# a GPU's PCI address in an NVRM line: 'GPU 0000:81:00.0: ...', '(PCI:0000:81:00)', 'GPU at PCI:0000:81:00'
+_NVRM_PCI = re.compile(r"(?:PCI:|GPU (?:at PCI:)?)(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)")
+
+
+def _nvrm_gpu(text: str, line: Line, look_back: int) -> str | None:
+    """The GPU an NVRM line names, else the one the nearest preceding NVRM line names."""
+    for candidate in itertools.chain((text,), line.preceding(look_back)):
+        found = _NVRM_PCI.search(candidate) if "NVRM" in candidate else None
+        if found:
+            try:
+                return normalise_pci(found.group("pci"))
+            except ValueError:
+                continue
+    return None
+
+
+@decoder("nvidia_gpu_lost")
+def decode_gpu_lost(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The driver's NV_ERR_GPU_IS_LOST status (0xF: 'GPU lost from the bus') is XID 79 by another name;
+    the GPU is the one the line or the NVRM lines just before it name, else unknown (the node's)."""
+    pci = _nvrm_gpu(extra["text"], line, 20)
+    sym.gpu = pci
+    if pci:
+        sym.fields["pci"] = pci
+    _apply(sym, assess_xid(XidEvent(pci=pci or "", code=79, gpu_instance=None, compute_instance=None, pid=None,
+                                    process=None, message="GPU lost from the bus"), _driver(ctx, sym.node)))
+    sym.summary = f"gpu lost from the bus (NV_ERR_GPU_IS_LOST) on {sym.node or '?'} gpu {pci or '?'}"
+    return True
+
+
+@decoder("nvidia_gpu_named")
+def decode_gpu_named(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A GPU fault line of the driver's own: the GPU is the one it (or the NVRM line before it) names."""
+    sym.gpu = _nvrm_gpu(extra["text"], line, 5)
     return True
 
 

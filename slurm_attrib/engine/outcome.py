@@ -60,7 +60,9 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     category, responsible = policy.outcomes[state]
     leader = ctx.leaders[0] if ctx.leaders else None
     threshold = int(rule_.params.get("hardware_overrides_at", 80))
-    if state != "NODE_FAIL" and leader and leader.responsible == "infrastructure" and leader.strength >= threshold:
+    if leader and leader.responsible == "infrastructure" and leader.strength >= threshold and (
+            state != "NODE_FAIL" or (leader.node and leader.category not in ("node_failure", "unknown"))):
+        # a node that failed after its GPU fell off the bus failed for that: the part is named, not just the node
         ctx.outcome.annotations.append(f"the job then ended as {state}; the fault above explains it")
         return 0
     if state == "NODE_FAIL":

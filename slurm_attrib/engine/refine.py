@@ -74,7 +74,8 @@ def fallen_off_bus_with_xid79(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         if sym.kind != "gpu_fallen_off_bus":
             continue
-        twin = next((x for x in xid79 if x.node == sym.node and x.gpu == sym.gpu and x.time and sym.time
+        # a lost-GPU line that names no GPU (NV_ERR_GPU_IS_LOST in an RPC) is the same node's Xid 79
+        twin = next((x for x in xid79 if x.node == sym.node and sym.gpu in (x.gpu, None) and x.time and sym.time
                      and abs(x.time - sym.time) <= skew), None)
         if twin is not None:
             sym.role, sym.supports = "cascade", twin.id

@@ -124,3 +124,21 @@ def test_a_sole_leader_of_unknown_category_is_never_attributed() -> None:
     root_cause(ctx, shipped("final.root_cause"))
     assert ctx.outcome.status == "ambiguous"
     assert [c.category for c in ctx.outcome.candidates] == ["application", "gpu_hardware"]
+
+
+def test_a_node_failure_explained_by_a_named_part_is_that_parts() -> None:
+    """NODE_FAIL after a GPU fell off the bus: gpu_hardware on that node; a weak or node-level fault
+    leaves the verdict node_failure."""
+    xid79 = sym("xid", "gpu_hardware", "infrastructure", 95, code=79)
+    xid79.node = "node-02"
+    ctx = context("NODE_FAIL", xid79)
+    ctx.leaders = [xid79]
+    assert scheduler_state(ctx, shipped("final.scheduler_state")) == 0
+    root_cause(ctx, shipped("final.root_cause"))
+    assert (ctx.outcome.category, ctx.outcome.culprit_nodes) == ("gpu_hardware", ["node-02"])
+    weak = sym("step_launch_error", "node_failure", "infrastructure", 65)
+    weak.node = "node-02"
+    ctx = context("NODE_FAIL", weak)
+    ctx.leaders = [weak]
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert (ctx.outcome.category, ctx.outcome.culprit_nodes) == ("node_failure", ["node-02"])
