@@ -73,13 +73,37 @@ def _reason_key(sym: Symptom) -> str:
     return re.sub(r"[\d.]+|0x[0-9a-f]+", "#", str(sym.fields.get("reason", "")).strip().lower())
 
 
+_SPOOL_REASONS = ("No such file or directory", "Permission denied", "Input/output error", "Not a directory")
+
+
 @decoder("slurm_execve")
 def decode_execve(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """slurmd's own copy of the batch script missing from its spool is the node's fault."""
+    """slurmd's own copy of the batch script that it cannot run from its spool (missing, not executable:
+    a spool dir unset or mounted noexec, an unreadable disk) is the node's fault."""
     program = str(sym.fields.get("program", ""))
-    if program.endswith("/slurm_script") and sym.fields.get("reason") == "No such file or directory":
+    if program.endswith("/slurm_script") and sym.fields.get("reason") in _SPOOL_REASONS:
         sym.category, sym.responsible, sym.strength = "node_failure", "infrastructure", 60
         sym.summary = f"the node's slurmd spool lost the batch script ({program})"
+    return True
+
+
+# pyxis/enroot failing on the job's own image: a name, registry or credentials the job gave
+_IMAGE_ERRORS = re.compile(r"(?i)failed to import docker image|manifest unknown|unauthorized|authentication required|"
+                           r"invalid image|no such image|pull access denied|image .{0,80} not found|"
+                           r"requested access to the resource is denied|invalid reference format")
+
+
+@decoder("slurm_spank")
+def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A SPANK failure is the node's container setup unless the plugin's lines just before it say the
+    job's image could not be had; the plugin's own explanation is kept as the symptom's detail."""
+    for previous in line.preceding(30):
+        if _IMAGE_ERRORS.search(previous):
+            sym.category, sym.responsible, sym.strength = "application", "workload", 50
+            sym.fields["plugin_said"] = previous.strip()[:200]
+            return True
+        if "pyxis:" in previous or "enroot" in previous or "nvidia-container-cli" in previous:
+            sym.fields.setdefault("plugin_said", previous.strip()[:200])
     return True
 
 
