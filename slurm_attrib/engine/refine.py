@@ -7,8 +7,8 @@ Stages run in order: ``correlate`` (join facts: GPU identities, Xid chains, peer
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Optional
 
 from ..model import Symptom
@@ -133,6 +133,7 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     consequence of that fault: it becomes a cascade supporting it. A hardware fault is a kernel-log
     infrastructure candidate at least ``params.min_cause_strength`` strong."""
     threshold = int(rule_.params.get("min_cause_strength", 60))
+    lost = _DeviceLoss.of(rule_)
     hardware = sorted((s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure"
                        and s.evidence and s.evidence[0].source == "kernel" and s.strength >= threshold),
                       key=Symptom.sort_key)  # sorted once: the loop below changes only app symptoms
@@ -140,7 +141,7 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
             continue
-        cause = _hardware_before(ctx, hardware, sym, float(rule_.params.get("max_gap_s", 300)))
+        cause = _hardware_before(ctx, hardware, sym, float(rule_.params.get("max_gap_s", 300)), lost)
         if cause is not None:
             sym.role, sym.supports = "cascade", cause.id
             sym.notes.append(f"explained by {cause.kind} on {cause.node} ({cause.id})")
@@ -148,10 +149,32 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
+@dataclass(frozen=True)
+class _DeviceLoss:
+    """params.device_loss: the faults that take a GPU away (its kinds, and its Xid codes), and how long
+    after an application error on its node such a fault may be stamped and still explain it."""
+
+    kinds: frozenset[str]
+    xid_codes: frozenset[int]
+    after: timedelta
+
+    @classmethod
+    def of(cls, rule_: Rule) -> _DeviceLoss:
+        spec = rule_.params.get("device_loss") or {}
+        return cls(kinds=frozenset(str(k) for k in spec.get("kinds", ())),
+                   xid_codes=frozenset(int(c) for c in spec.get("xid_codes", ())),
+                   after=timedelta(seconds=float(spec.get("after_s", 0))))
+
+    def covers(self, sym: Symptom) -> bool:
+        return sym.kind in self.kinds or (sym.kind == "xid" and sym.fields.get("code") in self.xid_codes)
+
+
 def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
-                     max_gap_s: float) -> Optional[Symptom]:
+                     max_gap_s: float, lost: _DeviceLoss) -> Optional[Symptom]:
     """The first hardware fault on the symptom's node between ``max_gap_s`` before its earliest
-    possible time and its latest possible time (plus clock skew); ``hardware`` is in sort_key order."""
+    possible time and its latest possible time (plus clock skew); ``hardware`` is in sort_key order.
+    A fault that took the GPU away may also come up to ``lost.after`` later: the application's clock and
+    the kernel's are not the same clock, and a lost GPU explains the errors of its node whichever is ahead."""
     skew = ctx.tolerance(ctx.settings.skew_s)
     latest = latest_time(sym)
     for cause in hardware:
@@ -160,7 +183,8 @@ def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
         if cause.time is None or sym.time is None:
             return cause
         too_old = cause.time < sym.time - ctx.tolerance(max_gap_s)
-        if not too_old and (latest is None or cause.time <= latest + skew):
+        allowed = max(skew, lost.after) if lost.covers(cause) and sym.node == cause.node else skew
+        if not too_old and (latest is None or cause.time <= latest + allowed):
             return cause
     return None
 
