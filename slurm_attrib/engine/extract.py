@@ -26,7 +26,7 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import job_node, match_node, resolve_node, resolve_peer
-from .ranks import Stream, global_rank, pg_rank, shipped_stamp, split_rank, stream_key
+from .ranks import COLLECTED_HOST_PATTERN, Stream, global_rank, pg_rank, shipped_stamp, split_rank, stream_key
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
 
@@ -267,7 +267,7 @@ def _short(text: str) -> str:
     return repr(text[:40])
 
 
-_PDSH_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}): ")
+_PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
 
 
 class _LineHandler:

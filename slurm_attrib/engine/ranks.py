@@ -26,6 +26,11 @@ _COLOUR_ONLY = re.compile(r"\s*\x1b\[[\d;]*m")
 # It comes before the line as the program wrote it, rank prefixes included; also in the prefilter's bytes.
 SHIPPED_STAMP_PATTERN = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
 _SHIPPED_STAMP = re.compile(SHIPPED_STAMP_PATTERN)
+# The host pdsh or clush put before each line of a remote command ("worker-1: "; the DeepSpeed and Horovod
+# launchers run ranks through them): before the rank prefix, after a shipper's stamp; a word is one only
+# when it names a job node (extract decides), so "RuntimeError: " stays the message. Also in the prefilter's
+# bytes, where any such word is let through.
+COLLECTED_HOST_PATTERN = r"([A-Za-z0-9][\w.-]{0,62}): "
 
 # ProcessGroupNCCL's log prefix names the process group and the rank in it ("[PG 0 Rank 3] " in PyTorch 2.2
 # and 2.3, "[PG ID 0 PG GUID 0(default_pg) Rank 3] " since createLogPrefix); only the default group's (id 0)

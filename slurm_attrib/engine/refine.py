@@ -165,16 +165,19 @@ class _DeviceLoss:
                    xid_codes=frozenset(int(c) for c in spec.get("xid_codes", ())),
                    after=timedelta(seconds=float(spec.get("after_s", 0))))
 
-    def covers(self, sym: Symptom) -> bool:
-        return sym.kind in self.kinds or (sym.kind == "xid" and sym.fields.get("code") in self.xid_codes)
+    def covers(self, cause: Symptom, sym: Symptom) -> bool:
+        """``cause`` took a GPU away on the node of ``sym``, an error that names no cause of its own (an
+        'unspecified launch failure'; an illegal address is the code's, and stays so when a fault follows)."""
+        lost = cause.kind in self.kinds or (cause.kind == "xid" and cause.fields.get("code") in self.xid_codes)
+        return lost and cause.node == sym.node and bool(sym.fields.get("indeterminate"))
 
 
 def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
                      max_gap_s: float, lost: _DeviceLoss) -> Optional[Symptom]:
     """The first hardware fault on the symptom's node between ``max_gap_s`` before its earliest
     possible time and its latest possible time (plus clock skew); ``hardware`` is in sort_key order.
-    A fault that took the GPU away may also come up to ``lost.after`` later: the application's clock and
-    the kernel's are not the same clock, and a lost GPU explains the errors of its node whichever is ahead."""
+    A fault that took the GPU away may also come up to ``lost.after`` later than an error that names no
+    cause: the application's clock and the kernel's are not the same clock."""
     skew = ctx.tolerance(ctx.settings.skew_s)
     latest = latest_time(sym)
     for cause in hardware:
@@ -183,7 +186,7 @@ def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
         if cause.time is None or sym.time is None:
             return cause
         too_old = cause.time < sym.time - ctx.tolerance(max_gap_s)
-        allowed = max(skew, lost.after) if lost.covers(cause) and sym.node == cause.node else skew
+        allowed = max(skew, lost.after) if lost.covers(cause, sym) else skew
         if not too_old and (latest is None or cause.time <= latest + allowed):
             return cause
     return None

@@ -50,10 +50,11 @@ def test_a_kernel_fault_explains_app_errors_from_params_min_cause_strength() -> 
 
 
 
-def _explained_when_kernel_is_later(seconds: int, code: int, node: str = "node-02") -> bool:
+def _explained_when_kernel_is_later(seconds: int, code: int, node: str = "node-02", indeterminate: bool = True) -> bool:
     fault = make_symptom("xid", "gpu_hardware", "infrastructure", 90, source="kernel", gpu=GPU, role="candidate",
                          node=node, time=T0 + timedelta(seconds=seconds), code=code)
-    cuda = make_symptom("cuda_error", "gpu_hardware", "infrastructure", 60, source="app", role="candidate")
+    cuda = make_symptom("cuda_error", "gpu_hardware", "infrastructure", 60, source="app", role="candidate",
+                        indeterminate=indeterminate)
     ctx = make_context(JOB, fault, cuda)
     causal_rule = shipped("refine.causal_model")
     ctx.causal = CausalModel.from_params(causal_rule.params, causal_rule.where)
@@ -62,10 +63,12 @@ def _explained_when_kernel_is_later(seconds: int, code: int, node: str = "node-0
 
 
 def test_a_lost_gpu_explains_its_nodes_errors_across_two_clocks() -> None:
-    """The kernel's Xid 79 stamped 75 s after the application's CUDA error (another clock) still explains
-    it on its node; a fault that does not take the GPU away, or one on another node, does not."""
+    """The kernel's Xid 79 stamped 75 s after the application's 'unspecified launch failure' (another clock)
+    still explains it on its node; a fault that does not take the GPU away, one on another node, or an
+    error that names the code's fault (tests/rules/.../hardware_after_app_error) is not explained."""
     assert _explained_when_kernel_is_later(75, 79)
     assert not _explained_when_kernel_is_later(75, 31)
     assert not _explained_when_kernel_is_later(200, 79)
     assert not _explained_when_kernel_is_later(75, 79, node="node-01")
     assert _explained_when_kernel_is_later(1, 31)
+    assert not _explained_when_kernel_is_later(75, 79, indeterminate=False)
