@@ -40,12 +40,16 @@ class _StatePolicy:
     outcomes: dict[str, tuple[str, ...]]
     memory_kill_states: tuple[str, ...]
     evidence_kinds: dict[str, str]
+    hangs: dict[str, tuple[str, ...]]  # state -> kinds of a leading fault that make a job hang into it
 
     @classmethod
     def of(cls, rule_: Rule) -> _StatePolicy:
+        raw = rule_.params.get("hangs") or {}
+        hangs = {str(state): tuple(str(k) for k in kinds) for state, kinds in raw.items()} \
+            if isinstance(raw, dict) else {}
         return cls(outcomes=record_map(rule_, "state_outcomes", ("category", "responsible")),
                    memory_kill_states=str_list(rule_, "memory_kill_states"),
-                   evidence_kinds=str_map(rule_, "evidence_kinds"))
+                   evidence_kinds=str_map(rule_, "evidence_kinds"), hangs=hangs)
 
 
 @rule("final.scheduler_state")
@@ -64,6 +68,10 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
             state != "NODE_FAIL" or (leader.node and leader.category not in ("node_failure", "unknown"))):
         # a node that failed after its GPU fell off the bus failed for that: the part is named, not just the node
         ctx.outcome.annotations.append(f"the job then ended as {state}; the fault above explains it")
+        return 0
+    if leader and leader.kind in policy.hangs.get(state, ()):
+        # a job that hung on a file server that never came back ran into its time limit because of it
+        ctx.outcome.annotations.append(f"the job then ended as {state}: it hung on the fault above")
         return 0
     if state == "NODE_FAIL":
         return _node_failure(ctx, rule_, leader)
