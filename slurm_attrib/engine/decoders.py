@@ -320,6 +320,16 @@ def decode_oom_invoked(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     return True
 
 
+@decoder("oom_record")
+def decode_oom_record(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The kill's record names its memcg (and job); the 'Killed process' line after it, when logged,
+    is the symptom that decides, so the record steps back to context."""
+    _record_memcg(sym, str(sym.fields.get("memcg", "")))
+    if any(marker in text for text in line.iter_following(3) for marker in _OOM_KILLED):
+        sym.role, sym.strength = "context", 0
+    return True
+
+
 @decoder("memory_hw_error")
 def decode_memory_hw(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Uncorrected (EDAC UE, GHES fatal, a Machine Check Exception) is the node's fault; GHES 'recoverable'
