@@ -83,7 +83,8 @@ def decode_execve(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     program = str(sym.fields.get("program", ""))
     if program.endswith("/slurm_script") and sym.fields.get("reason") in _SPOOL_REASONS:
         sym.category, sym.responsible, sym.strength = "node_failure", "infrastructure", 60
-        sym.summary = f"the node's slurmd spool lost the batch script ({program})"
+        sym.summary = (f"the node's slurmd cannot run the batch script from its spool "
+                       f"({program}: {sym.fields['reason']})")
     return True
 
 

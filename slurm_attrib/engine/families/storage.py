@@ -44,7 +44,6 @@ def decode_dataloader_signal(ctx: EngineContext, sym: Symptom, line: Line, extra
     return True
 
 
-
 @decoder("nfs_recovered")
 def decode_nfs_recovered(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """'nfs: server X OK': the server came back; context that refine.nfs_recovered reads."""
