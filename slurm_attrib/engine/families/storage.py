@@ -3,13 +3,14 @@ or quota, ENOSPC / EDQUOT, and short writes that come from them)."""
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+import re
+from typing import Any, Optional
 
 from ...model import Symptom
-from ...ruleset import Rule
 from ...scan import Line
 from ..context import EngineContext
-from ..registry import decoder, rule
+from ..registry import decoder
 
 _JOB_FILLED = ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter", "unexpected pos", "File ")
 
@@ -46,25 +47,27 @@ def decode_dataloader_signal(ctx: EngineContext, sym: Symptom, line: Line, extra
 
 @decoder("nfs_recovered")
 def decode_nfs_recovered(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """'nfs: server X OK': the server came back; context that refine.nfs_recovered reads."""
-    if sym.fields.get("back"):
-        sym.kind, sym.role, sym.strength = "nfs_recovered", "context", 0
-        sym.summary = f"nfs server {sym.fields.get('server', '?')} came back"
+    """'nfs: server X not responding' with 'nfs: server X OK' after it in the same block of the log: the
+    server came back, a hiccup the job rode out, so context rather than a candidate."""
+    server = sym.fields.get("server")
+    if sym.role == "candidate" and isinstance(server, str) and server and _came_back(line, server):
+        sym.role, sym.strength = "context", 0
+        sym.notes.append(f"nfs server {server} came back later (server {server} OK)")
     return True
 
 
-@rule("refine.nfs_recovered")
-def nfs_recovered(ctx: EngineContext, rule_: Rule) -> int:
-    """An NFS server that stopped answering and then came back ('server X OK' later on the same node): a
-    hiccup the job rode out, context rather than a candidate."""
-    back = [s for s in ctx.active() if s.kind == "nfs_recovered"]
-    count = 0
-    for sym in ctx.active():
-        if sym.kind != "nfs_error" or sym.role != "candidate":
-            continue
-        if any(b.node == sym.node and b.fields.get("server") == sym.fields.get("server")
-               and Symptom.sort_key(b) > Symptom.sort_key(sym) for b in back):
-            sym.role, sym.strength = "context", 0
-            sym.notes.append(f"nfs server {sym.fields.get('server')} came back later on {sym.node}")
-            count += 1
-    return count
+# the block last searched and, per server, where its recovery lines start: a log with thousands of
+# "not responding" lines costs one search of each block per server, not one per line
+_RECOVERIES: list[Any] = [None, {}]
+
+
+def _came_back(line: Line, server: str) -> bool:
+    buffer = line.buffer
+    if _RECOVERIES[0] is not buffer:
+        _RECOVERIES[:] = [buffer, {}]
+    found: Optional[list[int]] = _RECOVERIES[1].get(server)
+    if found is None:
+        pattern = re.compile(rb"server " + re.escape(server.encode("utf-8", "surrogateescape")) + rb" OK\r?$",
+                             re.MULTILINE)
+        found = _RECOVERIES[1][server] = [m.start() for m in pattern.finditer(buffer)]
+    return bisect.bisect_right(found, line.end) < len(found)
