@@ -133,9 +133,10 @@ _RE_RFC3164 = re.compile(
 # host ("node-03: [ 12.5] NVRM: ..."), grep over several files the file's name and, with -n, the line number
 # ("/var/log/messages:Jan  3 ...", "kern.log.1:88:..."). Only read when the line has no stamp of its own
 # and a stamp follows the prefix, so a message such as "RuntimeError: [3] is setting up" is left alone.
+COLLECTED_HOST = r"[A-Za-z0-9][\w.-]{0,62}"  # a host as pdsh and clush print it (also before application lines)
 _RE_COLLECTED = re.compile(
     r"[ \t]*(?:(?P<path>/[^\s:]{1,255}|[\w.-]{0,64}(?:messages|syslog|kern\.log|dmesg|journal)[\w.-]{0,32})"
-    r"(?::\d{1,12})?|(?P<host>[A-Za-z0-9][\w.-]{0,62})):[ \t]?"
+    r"(?::\d{1,12})?|(?P<host>" + COLLECTED_HOST + r")):[ \t]?"
 )
 
 _RE_ISO_FULL = re.compile(

@@ -285,6 +285,7 @@ class _LineHandler:
         self.found = 0
         self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
+        self.memo: dict[str, Any] = {}  # the decoders' own, for this file (registry.decoder)
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
         """Like :func:`infer_time`, but stops at the last hit line of the same stream whose stamp is
@@ -364,7 +365,7 @@ class _LineHandler:
         return stamp
 
     def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
-              groups: dict[str, Any], trust: str = "", file_node: Optional[str] = None) -> None:
+              groups: dict[str, Any], trust: str, file_node: Optional[str]) -> None:
         """``file_node``: the node whose output the line is (the file's, or a pdsh prefix's)."""
         fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
         rank, local = global_rank(stream, file_node, self.ctx.job)
@@ -388,7 +389,7 @@ class _LineHandler:
                 fields["peer_node"] = peer
         self.ctx.assumptions.update(stamp.assumptions)
         if plan.decoder and not DECODERS[plan.decoder](self.ctx, sym, line, {"text": text, "rule": rule,
-                                                                             "stream": stream}):
+                                                                             "stream": stream, "memo": self.memo}):
             return
         if not self.app and not self.caps.admit(rule.id, (sym.kind, sym.gpu, sym.fields.get("code"))):
             return  # after the decoder, which tells one GPU's Xid from another's

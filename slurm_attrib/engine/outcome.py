@@ -10,7 +10,7 @@ from ..model import SOURCE_APP, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
-from .params import record_map, str_list, str_map
+from .params import list_map, record_map, str_list, str_map
 from .registry import rule
 
 
@@ -44,12 +44,9 @@ class _StatePolicy:
 
     @classmethod
     def of(cls, rule_: Rule) -> _StatePolicy:
-        raw = rule_.params.get("hangs") or {}
-        hangs = {str(state): tuple(str(k) for k in kinds) for state, kinds in raw.items()} \
-            if isinstance(raw, dict) else {}
         return cls(outcomes=record_map(rule_, "state_outcomes", ("category", "responsible")),
                    memory_kill_states=str_list(rule_, "memory_kill_states"),
-                   evidence_kinds=str_map(rule_, "evidence_kinds"), hangs=hangs)
+                   evidence_kinds=str_map(rule_, "evidence_kinds"), hangs=list_map(rule_, "hangs"))
 
 
 @rule("final.scheduler_state")

@@ -47,3 +47,29 @@ def record_map(rule_: Rule, key: str, fields: tuple[str, ...]) -> dict[str, tupl
             raise RuleError(f"{rule_.where}: params.{key}.{name} must hold {', '.join(fields)} (strings)")
         out[str(name)] = tuple(record[f] for f in fields)
     return out
+
+
+def list_map(rule_: Rule, key: str) -> dict[str, tuple[str, ...]]:
+    """``params.<key>``, a mapping of names to lists of strings (Slurm state → kinds)."""
+    value = _required(rule_, key)
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(i, str) and i for i in v)
+            for k, v in value.items()):
+        raise RuleError(f"{rule_.where}: params.{key} must map names to lists of non-empty strings")
+    return {k: tuple(v) for k, v in value.items()}
+
+
+def int_list(rule_: Rule, key: str) -> tuple[int, ...]:
+    """``params.<key>``, a list of integers (Xid codes)."""
+    value = _required(rule_, key)
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise RuleError(f"{rule_.where}: params.{key} must be a list of integers")
+    return tuple(value)
+
+
+def seconds(rule_: Rule, key: str) -> float:
+    """``params.<key>``, a non-negative number of seconds."""
+    value = _required(rule_, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise RuleError(f"{rule_.where}: params.{key} must be a non-negative number of seconds")
+    return float(value)

@@ -7,6 +7,7 @@ import re
 from typing import Optional
 
 from ..model import JobFacts
+from ..timestamps import COLLECTED_HOST
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
 # "[jobid,9]<stderr>:" (the MPI rank: global), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
@@ -30,7 +31,7 @@ _SHIPPED_STAMP = re.compile(SHIPPED_STAMP_PATTERN)
 # launchers run ranks through them): before the rank prefix, after a shipper's stamp; a word is one only
 # when it names a job node (extract decides), so "RuntimeError: " stays the message. Also in the prefilter's
 # bytes, where any such word is let through.
-COLLECTED_HOST_PATTERN = r"([A-Za-z0-9][\w.-]{0,62}): "
+COLLECTED_HOST_PATTERN = rf"({COLLECTED_HOST}): "
 
 # ProcessGroupNCCL's log prefix names the process group and the rank in it ("[PG 0 Rank 3] " in PyTorch 2.2
 # and 2.3, "[PG ID 0 PG GUID 0(default_pg) Rank 3] " since createLogPrefix); only the default group's (id 0)

@@ -15,7 +15,7 @@ from ..model import Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
-from .params import str_list
+from .params import int_list, seconds, str_list
 from .registry import rule
 from .timeinfer import latest_time
 
@@ -151,8 +151,8 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
 
 @dataclass(frozen=True)
 class _DeviceLoss:
-    """params.device_loss: the faults that take a GPU away (its kinds, and its Xid codes), and how long
-    after an application error on its node such a fault may be stamped and still explain it."""
+    """params.device_loss_*: the faults that take a GPU away (their kinds, and their Xid codes), and how
+    long after an application error on its node such a fault may be stamped and still explain it."""
 
     kinds: frozenset[str]
     xid_codes: frozenset[int]
@@ -160,10 +160,9 @@ class _DeviceLoss:
 
     @classmethod
     def of(cls, rule_: Rule) -> _DeviceLoss:
-        spec = rule_.params.get("device_loss") or {}
-        return cls(kinds=frozenset(str(k) for k in spec.get("kinds", ())),
-                   xid_codes=frozenset(int(c) for c in spec.get("xid_codes", ())),
-                   after=timedelta(seconds=float(spec.get("after_s", 0))))
+        return cls(kinds=frozenset(str_list(rule_, "device_loss_kinds")),
+                   xid_codes=frozenset(int_list(rule_, "device_loss_xid_codes")),
+                   after=timedelta(seconds=seconds(rule_, "device_loss_after_s")))
 
     def covers(self, cause: Symptom, sym: Symptom) -> bool:
         """``cause`` took a GPU away on the node of ``sym``, an error that names no cause of its own (an

@@ -37,7 +37,10 @@ def rule(rule_id: str) -> Callable[[F], F]:
 
 
 def decoder(name: str) -> Callable[[F], F]:
-    """Register a line decoder that refines a freshly extracted symptom; returning False drops it."""
+    """Register a line decoder that refines a freshly extracted symptom; returning False drops it. Its
+    ``extra`` holds the line's ``text`` (rank prefix stripped), the ``rule``, the rank ``stream`` and
+    ``memo``, a dict that lives as long as the scan of one file (what a decoder works out once per file
+    or per block; never module state, which diagnoses in the service's threads would share)."""
 
     def wrap(func: F) -> F:
         if name in DECODERS:

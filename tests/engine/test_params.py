@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from slurm_attrib.engine.params import record_map, str_list, str_map
+from slurm_attrib.engine.params import int_list, list_map, record_map, seconds, str_list, str_map
 from slurm_attrib.errors import RuleError
 from slurm_attrib.ruleset import Rule
 
@@ -22,6 +22,10 @@ def test_readers_return_the_yaml_data() -> None:
     assert str_list(rule, "states") == ("COMPLETED",)
     assert str_map(rule, "kinds") == {"job_limit": "slurm_time_limit"}
     assert record_map(rule, "outcomes", ("category", "responsible")) == {"TIMEOUT": ("job_limit", "workload")}
+    rule = rule_with(hangs={"TIMEOUT": ["nfs_error"]}, codes=[79, 48], after=120, short=0.5)
+    assert list_map(rule, "hangs") == {"TIMEOUT": ("nfs_error",)}
+    assert int_list(rule, "codes") == (79, 48)
+    assert (seconds(rule, "after"), seconds(rule, "short")) == (120.0, 0.5)
 
 
 @pytest.mark.parametrize(("reader", "value", "message"), [
@@ -32,6 +36,13 @@ def test_readers_return_the_yaml_data() -> None:
     (str_map, ["a"], r"params\.table must map names to non-empty strings"),
     (str_map, {"job_limit": ["slurm_time_limit"]}, r"params\.table must map names"),
     (str_map, {"job_limit": None}, r"params\.table must map names"),
+    (list_map, {"TIMEOUT": "nfs_error"}, r"params\.table must map names to lists of non-empty strings"),
+    (list_map, {"TIMEOUT": ["nfs_error", ""]}, r"params\.table must map names to lists"),
+    (list_map, ["TIMEOUT"], r"params\.table must map names to lists"),
+    (int_list, [79, "48"], r"params\.table must be a list of integers"),
+    (int_list, [True], r"params\.table must be a list of integers"),
+    (seconds, "120", r"params\.table must be a non-negative number of seconds"),
+    (seconds, -1, r"params\.table must be a non-negative number of seconds"),
 ])
 def test_malformed_params_name_the_rule_file_and_line(reader: Any, value: Any, message: str) -> None:
     rule = rule_with() if value is None else rule_with(table=value)

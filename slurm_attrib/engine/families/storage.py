@@ -50,24 +50,23 @@ def decode_nfs_recovered(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     """'nfs: server X not responding' with 'nfs: server X OK' after it in the same block of the log: the
     server came back, a hiccup the job rode out, so context rather than a candidate."""
     server = sym.fields.get("server")
-    if sym.role == "candidate" and isinstance(server, str) and server and _came_back(line, server):
+    if sym.role == "candidate" and isinstance(server, str) and server and _came_back(line, server, extra["memo"]):
         sym.role, sym.strength = "context", 0
         sym.notes.append(f"nfs server {server} came back later (server {server} OK)")
     return True
 
 
-# the block last searched and, per server, where its recovery lines start: a log with thousands of
-# "not responding" lines costs one search of each block per server, not one per line
-_RECOVERIES: list[Any] = [None, {}]
-
-
-def _came_back(line: Line, server: str) -> bool:
-    buffer = line.buffer
-    if _RECOVERIES[0] is not buffer:
-        _RECOVERIES[:] = [buffer, {}]
-    found: Optional[list[int]] = _RECOVERIES[1].get(server)
+def _came_back(line: Line, server: str, memo: dict[str, Any]) -> bool:
+    """Whether 'server X OK' ends a line after this one in its block. Where each server's recovery lines
+    start is found once per block (kept in the file's decoder memo), so a log with thousands of "not
+    responding" lines costs one search of each block per server, not one per line."""
+    block, starts = memo.get("nfs_recoveries", (None, {}))
+    if block is not line.buffer:
+        block, starts = line.buffer, {}
+        memo["nfs_recoveries"] = (block, starts)
+    found: Optional[list[int]] = starts.get(server)
     if found is None:
         pattern = re.compile(rb"server " + re.escape(server.encode("utf-8", "surrogateescape")) + rb" OK\r?$",
                              re.MULTILINE)
-        found = _RECOVERIES[1][server] = [m.start() for m in pattern.finditer(buffer)]
+        found = starts[server] = [m.start() for m in pattern.finditer(block)]
     return bisect.bisect_right(found, line.end) < len(found)
