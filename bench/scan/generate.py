@@ -72,13 +72,21 @@ def failure_lines(node: str, ranks: list[int], fault_node: str, fault_at: dateti
     return out
 
 
+def syslog_stamp(when: datetime) -> str:
+    """RFC 3164's stamp as rsyslog writes it: the day padded with a space, the hour with a zero. (Until
+    2026-12-03 this replaced the first " 0" and so padded single-digit hours with a space on two-digit
+    days, "Nov 20  8:18:00", which no syslog writes and the engine rightly reads as no stamp: the cascade
+    bundles' kernel noise before 10:00 was cheaper than real lines.)"""
+    return f"{when:%b} {when.day:2d} {when:%H:%M:%S}"
+
+
 def _kernel_lines(rng: random.Random, node: str, count: int, fault: bool, fault_at: datetime) -> list[str]:
     boot = 86400.0
     lines = []
     for i in range(count):
         when = START + timedelta(seconds=i * 60)
         uptime = boot + (when - START).total_seconds()
-        stamp = when.strftime("%b %d %H:%M:%S").replace(" 0", "  ", 1)
+        stamp = syslog_stamp(when)
         msg = rng.choice([
             "mlx5_core 0000:18:00.0 mlx5_0: Port: 1 Link ACTIVE",
             "perf: interrupt took too long (2502 > 2498), lowering kernel.perf_event_max_sample_rate to 79750",
@@ -95,7 +103,7 @@ def _kernel_lines(rng: random.Random, node: str, count: int, fault: bool, fault_
 def fault_kernel_lines(node: str, fault_at: datetime) -> list[str]:
     """The faulty node's kernel lines: its GPU's identity, then XID 79."""
     uptime = 86400.0 + (fault_at - START).total_seconds()
-    stamp = fault_at.strftime("%b %d %H:%M:%S").replace(" 0", "  ", 1)
+    stamp = syslog_stamp(fault_at)
     return [f"{stamp} {node} kernel: [{uptime:12.6f}] NVRM: GPU at PCI:0000:9b:00: "
             "GPU-509665ad-b600-ac93-3616-d754b23d636d",
             f"{stamp} {node} kernel: [{uptime + 0.000026:12.6f}] NVRM: Xid (PCI:0000:9b:00): 79, "

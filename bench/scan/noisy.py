@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
-from generate import START, failure_lines, fault_kernel_lines, write_job_yaml
+from generate import START, failure_lines, fault_kernel_lines, syslog_stamp, write_job_yaml
 
 from slurm_attrib.engine.ranks import split_rank
 from slurm_attrib.model import SOURCE_APP, SOURCE_KERNEL
@@ -197,7 +197,7 @@ def _kernel_log(rng: random.Random, node: str, count: int, benign: list[str]) ->
     step_s = 6 * 3600 / max(count, 1)
     for i in range(count):
         when = START + timedelta(seconds=i * step_s)
-        stamp = f"{when:%b} {when.day:2d} {when:%H:%M:%S}"
+        stamp = syslog_stamp(when)
         uptime = boot + i * step_s
         msg = benign[(i // BENIGN_EVERY) % len(benign)] if i % BENIGN_EVERY == 7 else _kernel_noise(rng, i)
         yield f"{stamp} {node} kernel: [{uptime:12.6f}] {msg}"
