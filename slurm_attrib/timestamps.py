@@ -86,13 +86,17 @@ _RANK = r"(?:\[[A-Za-z]*\d+\]:){0,2}"
 _LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \t]"
 
 _PRIORITY = r"(?:<\d{1,3}>)?"  # dmesg -r / --raw: the syslog priority before the stamp
+# dmesg -x / --decode: facility and level before the stamp, each padded ("kern  :err   : [ 12.5] ...")
+_DECODED = (r"(?:(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
+            r" *(?:emerg|alert|crit|err|warn|notice|info|debug) *: +)?")
 _RE_DMESG_UPTIME = re.compile(
-    _LEAD + _PRIORITY + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
+    _LEAD + _PRIORITY + _DECODED + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
 )
-_RE_DMESG_CTIME = re.compile(
-    _LEAD + _PRIORITY + r"\[[A-Za-z]{3} " + _MONTH_DAY + " " + _CLOCK
-    + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})\][ \t]*"
-)
+_CTIME = _MONTH_DAY + " " + _CLOCK + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})"  # after the weekday
+_RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[A-Za-z]{3} " + _CTIME + r"\][ \t]*")
+# C's ctime()/asctime() and date(1): "Mon Aug 26 18:41:15 2019" (date adds a zone: "... UTC 2019"); the
+# stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks)
+_RE_CTIME = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _CTIME + _END)
 # dmesg -H / --reltime: '[Nov20 10:30]' opens each minute; '[  +0.000316]' is the delta to the previous line.
 _RE_DMESG_RELTIME = re.compile(
     _LEAD + r"\[(?P<mon>[A-Za-z]{3})(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
@@ -124,7 +128,8 @@ _RE_VLLM = re.compile(
     + r" \[?[\w./-]+:\d+\][ \t]*"
 )
 _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" + _END)
-_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?" + _END)
+# the colon: TensorFlow's and absl's C++ logging, "2019-08-26 18:41:15.943905: E tensorflow/...:828] msg"
+_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?:?" + _END)
 _RE_RFC3164 = re.compile(
     _LEAD + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
 )
@@ -135,8 +140,9 @@ _RE_RFC3164 = re.compile(
 # and a stamp follows the prefix, so a message such as "RuntimeError: [3] is setting up" is left alone.
 COLLECTED_HOST = r"[A-Za-z0-9][\w.-]{0,62}"  # a host as pdsh and clush print it (also before application lines)
 _RE_COLLECTED = re.compile(
-    r"[ \t]*(?:(?P<path>/[^\s:]{1,255}|[\w.-]{0,64}(?:messages|syslog|kern\.log|dmesg|journal)[\w.-]{0,32})"
+    r"[ \t]*(?:(?:(?P<path>/[^\s:]{1,255}|[\w.-]{0,64}(?:messages|syslog|kern\.log|dmesg|journal)[\w.-]{0,32})"
     r"(?::\d{1,12})?|(?P<host>" + COLLECTED_HOST + r")):[ \t]?"
+    r"|(?P<lineno>\d{1,12})(?:\t| +))"  # a line-number column: cat -n and nl (tab), less -N and editors (blanks)
 )
 
 _RE_ISO_FULL = re.compile(
@@ -323,18 +329,23 @@ def _h_dmesg_uptime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStam
     return _stamp("dmesg_uptime", m, line, time, (note,), uptime=_uptime_of(m))
 
 
-def _h_dmesg_ctime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
-    """``dmesg -T`` / ``--ctime``: ``[Mon Nov 20 10:30:05 2023]``, local time of the node; some builds
-    print a zone abbreviation before the year, used only when it is UTC/GMT (abbreviations are ambiguous)."""
-    name = _opt(m, "zn")
-    if name is not None and name in _UTC_NAMES:
-        time = _in_zone(_wall(int(m["Y"]), _MONTHS.get(m["mon"].title(), 0), int(m["d"]), _clock(m)), _UTC)
-        return None if time is None else _stamp("dmesg_ctime", m, line, time)
-    resolved = _absolute(m, ctx)
-    if resolved is None:
-        return None
-    notes = resolved[1] + ((f"zone abbreviation {name} not used",) if name else ())
-    return _stamp("dmesg_ctime", m, line, resolved[0], notes)
+def _ctime_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
+    """``dmesg -T`` / ``--ctime`` ``[Mon Nov 20 10:30:05 2023]`` and bare ctime ``Mon Nov 20 10:30:05 2023``:
+    local time of the node; ``date`` and some dmesg builds print a zone abbreviation before the year, used
+    only when it is UTC/GMT (abbreviations are ambiguous)."""
+
+    def handle(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+        name = _opt(m, "zn")
+        if name is not None and name in _UTC_NAMES:
+            time = _in_zone(_wall(int(m["Y"]), _MONTHS.get(m["mon"].title(), 0), int(m["d"]), _clock(m)), _UTC)
+            return None if time is None else _stamp(fmt, m, line, time)
+        resolved = _absolute(m, ctx)
+        if resolved is None:
+            return None
+        notes = resolved[1] + ((f"zone abbreviation {name} not used",) if name else ())
+        return _stamp(fmt, m, line, resolved[0], notes)
+
+    return handle
 
 
 def _h_dmesg_reltime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
@@ -413,8 +424,8 @@ _Handler = Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]
 # the last is text the line's head must contain ("" when none). A gate only skips a pattern that could
 # not match, so the first format that matches still wins; it spares a line up to a dozen failed regexes.
 _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
-    (_RE_DMESG_UPTIME, re.compile(r"[<\[]"), "", _h_dmesg_uptime),
-    (_RE_DMESG_CTIME, re.compile(r"[<\[]"), "", _h_dmesg_ctime),
+    (_RE_DMESG_UPTIME, re.compile(r"[<\[a-z]"), "", _h_dmesg_uptime),
+    (_RE_DMESG_CTIME, re.compile(r"[<\[a-z]"), "", _ctime_handler("dmesg_ctime")),
     (_RE_DMESG_RELTIME, re.compile(r"\["), "", _h_dmesg_reltime),
     (_RE_DMESG_DELTA, re.compile(r"\["), "", _h_dmesg_delta),
     (_RE_BRACKET_ISO, re.compile(r"\["), "", _absolute_handler("bracket_iso")),
@@ -426,6 +437,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_PYTHON_LOGGING, re.compile(r"\d"), "", _absolute_handler("python_logging")),
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
     (_RE_VLLM, re.compile(r"[DIWEC]"), "", _yearless_handler("vllm")),
+    (_RE_CTIME, re.compile(r"[MTWFS]"), "", _ctime_handler("ctime")),
     (_RE_RFC3164, re.compile(r"[A-Za-z]"), "", _h_rfc3164),
 )
 
@@ -453,6 +465,8 @@ def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
     inner = _parse_own(line[collected.end():], ctx)
     if not inner.fmt:
         return stamp
+    if collected["lineno"] is not None:
+        return replace(inner, assumptions=tuple(sorted({*inner.assumptions, "line prefixed by a line number"})))
     host = collected["host"]
     if host == "kernel":  # a forwarder that kept the kernel's tag and dropped the rest
         return replace(inner, tag=inner.tag or host)

@@ -715,3 +715,39 @@ def test_vllms_logger_stamp(line: str, message: str) -> None:
     stamp = parse_line_time(line, window)
     assert stamp.fmt == "vllm" and stamp.time is not None and stamp.time.month in (4, 8)
     assert stamp.message == message
+
+
+@pytest.mark.parametrize(("line", "fmt", "note"), [
+    ("  3 [1084456.074562] NVRM: Xid (PCI:0000:09:00): 79", "dmesg_uptime", "line prefixed by a line number"),
+    ("     3\t[1084456.074562] NVRM: Xid (PCI:0000:09:00): 79", "dmesg_uptime", "line prefixed by a line number"),
+    ("kern  :err   : [1084456.074562] NVRM: Xid (PCI:0000:09:00): 79", "dmesg_uptime", None),  # dmesg -x
+    ("kern  :warn  : [Fri Nov 22 19:29:59 2024] NVRM: Xid (PCI:0000:09:00): 79", "dmesg_ctime", None),
+])
+def test_a_numbered_or_decoded_dmesg_line_keeps_its_stamp(line: str, fmt: str, note: Optional[str]) -> None:
+    """A dmesg excerpt pasted with its line numbers (cat -n, nl, an editor) or printed with dmesg -x's
+    facility and level: the stamp behind them is the line's, so an old Xid stays old."""
+    window = TimeContext(window_start=datetime(2024, 11, 22, tzinfo=UTC), window_end=datetime(2024, 11, 23, tzinfo=UTC),
+                         boot_time=datetime(2024, 11, 10, 6, 15, 43, tzinfo=UTC))
+    stamp = parse_line_time(line, window)
+    assert (stamp.fmt, stamp.time) == (fmt, datetime(2024, 11, 22, 19, 29, 59, 74562 if "." in line[:30] else 0,
+                                                      tzinfo=UTC))
+    assert stamp.message.startswith("NVRM: Xid")
+    assert note is None or note in stamp.assumptions
+
+
+@pytest.mark.parametrize(("line", "fmt", "when", "message"), [
+    ("Mon Aug 26 18:41:15 2019 job started", "ctime", datetime(2019, 8, 26, 18, 41, 15, tzinfo=UTC), "job started"),
+    ("Mon Aug 26 18:41:15 UTC 2019", "ctime", datetime(2019, 8, 26, 18, 41, 15, tzinfo=UTC), ""),  # date(1)
+    ("2019-08-26 18:41:15.943905: E tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate",
+     "iso8601", datetime(2019, 8, 26, 18, 41, 15, 943905, tzinfo=UTC),
+     "E tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate"),
+])
+def test_ctime_and_tensorflows_stamp(line: str, fmt: str, when: datetime, message: str) -> None:
+    window = TimeContext(window_start=datetime(2019, 8, 26, tzinfo=UTC), window_end=datetime(2019, 8, 27, tzinfo=UTC))
+    stamp = parse_line_time(line, window)
+    assert (stamp.fmt, stamp.time, stamp.message) == (fmt, when, message)
+
+
+@pytest.mark.parametrize("line", ["Monday was a holiday", "Mon Aug 26 done", "  3 apples: [12] NVRM"])
+def test_words_like_a_ctime_or_a_number_column_are_no_stamp(line: str) -> None:
+    assert parse_line_time(line, TimeContext()).fmt == ""

@@ -10,12 +10,13 @@ from ..model import JobFacts
 from ..timestamps import COLLECTED_HOST
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
-# "[jobid,9]<stderr>:" (the MPI rank: global), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
+# "[jobid,9]<stderr>:" (the MPI rank: global), horovodrun's "[9]<stderr>:" (the rank; its stamp before it is
+# a shipped stamp, below), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
 # or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it, but
 # vLLM's "(VllmWorker rank=1 pid=788) " names its worker's rank);
 # also in the prefilter's bytes
 RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): |"
-                       r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
+                       r"\[(?:\d+,)?(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
                        r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
                        r"(?:, ip=[\d.]+)?\)"
                        r"(?:\x1b\[[\d;]*m)? ?|"
@@ -25,8 +26,13 @@ _COLOUR_ONLY = re.compile(r"\s*\x1b\[[\d;]*m")
 # The RFC 3339 stamp a log shipper or the kubelet puts before each line it hands on (Loki exports,
 # `kubectl logs --timestamps`, the watch connectors): UTC or an offset, up to nanoseconds, one blank.
 # It comes before the line as the program wrote it, rank prefixes included; also in the prefilter's bytes.
-SHIPPED_STAMP_PATTERN = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
-_SHIPPED_STAMP = re.compile(SHIPPED_STAMP_PATTERN)
+# horovodrun writes the time it read the line before its rank prefix, in ctime's form and without a blank
+# ("Mon Aug 26 18:41:15 2019[1]<stderr>:", horovod/runner/common/util/safe_shell_exec.py); only before such
+# a prefix is it taken (the byte pattern, a superset, takes it anywhere the prefix may be).
+_RFC3339_SHIPPED = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
+_CTIME_SHIPPED = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
+SHIPPED_STAMP_PATTERN = f"(?:{_RFC3339_SHIPPED}|{_CTIME_SHIPPED})"
+_SHIPPED_STAMP = re.compile(f"{_RFC3339_SHIPPED}|{_CTIME_SHIPPED}(?=\\[\\d+\\]<(?:stdout|stderr|stddiag)>)")
 # The host pdsh or clush put before each line of a remote command ("worker-1: "; the DeepSpeed and Horovod
 # launchers run ranks through them): before the rank prefix, after a shipper's stamp; a word is one only
 # when it names a job node (extract decides), so "RuntimeError: " stays the message. Also in the prefilter's
@@ -44,8 +50,14 @@ StreamKey = tuple[Optional[int], Optional[int]]  # (global rank or srun label, t
 
 def shipped_stamp(text: str) -> str:
     """The shipper's stamp at the start of ``text`` (without its blank), or ``""``."""
-    match = _SHIPPED_STAMP.match(text) if text[:1].isdecimal() else None
-    return match.group()[:-1] if match else ""
+    return _shipped(text)[0]
+
+
+def _shipped(text: str) -> tuple[str, int]:
+    """The shipper's stamp at the start of ``text`` and where the line it carries begins."""
+    first = text[:1]
+    match = _SHIPPED_STAMP.match(text) if first.isdecimal() or (first in "MTWFS" and first) else None
+    return (match.group().rstrip(" "), match.end()) if match else ("", 0)
 
 
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
@@ -53,9 +65,9 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
     (``[1,9]<stderr>:``) prefixes, and Ray's worker prefix (``(WorkerDict pid=123, ip=...)``, no rank);
     return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
-    shipped = shipped_stamp(text)
+    shipped, end = _shipped(text)
     if shipped:
-        text = text[len(shipped) + 1:]
+        text = text[end:]
     label = rank = local = None
     found = False
     while True:

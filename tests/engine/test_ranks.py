@@ -8,7 +8,16 @@ from typing import Optional
 
 import pytest
 
-from slurm_attrib.engine.ranks import _COLOUR_ONLY, _RANK_PREFIX, Stream, global_rank, pg_rank, split_rank, stream_key
+from slurm_attrib.engine.ranks import (
+    _COLOUR_ONLY,
+    _RANK_PREFIX,
+    Stream,
+    global_rank,
+    pg_rank,
+    shipped_stamp,
+    split_rank,
+    stream_key,
+)
 from slurm_attrib.model import JobFacts
 
 
@@ -72,6 +81,19 @@ def test_a_shippers_stamp_is_stripped_without_making_a_stream(line: str, rest: s
 ])
 def test_only_a_leading_rfc3339_stamp_is_a_shippers(line: str, stream: Optional[Stream], rest: str) -> None:
     assert split_rank(line) == (stream, rest)
+
+
+@pytest.mark.parametrize(("line", "stream", "rest", "shipped"), [
+    ("Mon Aug 26 18:41:15 2019[1]<stderr>:2019-08-26 18:41:15.943905: E tensorflow/x", (None, 1, None),
+     "2019-08-26 18:41:15.943905: E tensorflow/x", "Mon Aug 26 18:41:15 2019"),
+    ("[3]<stdout>:epoch 1", (None, 3, None), "epoch 1", ""),  # horovodrun without its stamps
+    ("Mon Aug 26 18:41:15 2019 job started", None, "Mon Aug 26 18:41:15 2019 job started", ""),  # date(1)'s
+])
+def test_horovodruns_stamp_and_rank_prefix(line: str, stream: Optional[Stream], rest: str, shipped: str) -> None:
+    """horovodrun puts the time it read a rank's line, then ``[rank]<stream>:``, before the line: the time is
+    a shipper's (the line's own stamp, when it has one, comes first), the index the rank."""
+    assert split_rank(line) == (stream, rest)
+    assert shipped_stamp(line) == shipped
 
 
 def test_stream_key_joins_the_label_and_the_rank_of_one_stream() -> None:
