@@ -49,8 +49,9 @@ FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
 GPU_UNAVAILABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
                           "the GPU is held by another process or needs a reset")
 DRIVER_MISMATCH = Verdict("candidate", "node_failure", "unknown", 45,
-                          "the node's driver and the CUDA/NVML libraries disagree (driver updated without reload, "
-                          "or a container's own libraries)")
+                          "the node's driver and the CUDA libraries disagree (a container's own CUDA forward-"
+                          "compatibility libraries on a driver they do not support, or a driver updated without "
+                          "reload)")
 GPU_OOM = Verdict("candidate", "gpu_oom", "workload", 60)
 DEVICE_ASSERT = Verdict("candidate", "application", "workload", 55)
 KERNEL_BUG = Verdict("candidate", "application", "workload", 45)
@@ -58,6 +59,11 @@ ENVIRONMENT = Verdict("candidate", "application", "workload", 40)
 # A candidate only until refine.gpu_indeterminate_cuda_error: a hardware fault may claim it first
 INDETERMINATE = Verdict("candidate", "unknown", "unknown", 30,
                         "a GPU fault or a kernel bug: only a kernel log (Xid 13/31/43/79) or a GPU diagnostic tells")
+# The process sees no GPU at all: the node's driver or devices (a kernel updated without a reboot, a GPU
+# gone), or the job's request (a step launched without its GPUs, CUDA_VISIBLE_DEVICES emptied): both readings
+NO_DEVICE = Verdict("candidate", "unknown", "unknown", 30,
+                    "no GPU visible to the process: the node's driver or devices, or the job's GPU request "
+                    "(a step launched without --gpus, CUDA_VISIBLE_DEVICES)")
 TEARDOWN = Verdict("teardown", "unknown", "unknown", 0, "the CUDA context was already going away")
 
 
@@ -109,6 +115,8 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
               INDETERMINATE),
     CudaError("cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED", (3,), "initialization error",
               INDETERMINATE),
+    # 100 since CUDA 10 (38 before, a number reused since: the text finds the old runtime's message)
+    CudaError("cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", (100,), "no CUDA-capable device is detected", NO_DEVICE),
     CudaError("cudaErrorUnknown", "CUDA_ERROR_UNKNOWN", (999,), "unknown error", INDETERMINATE),
     CudaError("cudaErrorCudartUnloading", "CUDA_ERROR_DEINITIALIZED", (), "driver shutting down", TEARDOWN),
     CudaError("cudaErrorContextIsDestroyed", "CUDA_ERROR_CONTEXT_IS_DESTROYED", (709,), "context is destroyed",
@@ -160,7 +168,7 @@ def apply_verdict(sym: Symptom, verdict: Verdict, summary: str = "") -> None:
         sym.notes.append(verdict.note)
     if summary:
         sym.summary = summary[:300]
-    if verdict is INDETERMINATE:
+    if verdict is INDETERMINATE or verdict is NO_DEVICE:
         sym.fields["indeterminate"] = True
     if verdict.category == "gpu_oom" and sym.kind == "cuda_error":
         sym.kind = "cuda_oom"
@@ -255,6 +263,20 @@ GPU_NO_HANDLE = Verdict("candidate", "gpu_hardware", "infrastructure", 60,
 GPU_RESET = Verdict("candidate", "gpu_hardware", "infrastructure", 60, "the GPU needs a reset")
 NO_DEVICES = Verdict("candidate", "gpu_hardware", "unknown", 45,
                      "NVML sees no GPU: driver not loaded or every GPU gone")
+# NVML_ERROR_LIB_RM_VERSION_MISMATCH (18): the loaded kernel module is not the version of the node's
+# libnvidia-ml (a container's too: the runtime mounts the host's), i.e. the driver packages were updated
+# under a loaded module; NVML_ERROR_DRIVER_NOT_LOADED (9) and nvidia-smi's "couldn't communicate with the
+# NVIDIA driver": no driver on the node. Either way that node cannot run GPU work until it is fixed.
+NVML_MISMATCH = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
+                        "the node's NVIDIA kernel module and driver libraries differ: the driver was updated "
+                        "without a reload or reboot")
+NO_DRIVER = Verdict("candidate", "gpu_hardware", "infrastructure", 50, "the NVIDIA driver is not loaded on the node")
+_DRIVER_ACTIONS = {
+    NVML_MISMATCH: ("drain the node and reboot it (or reload the nvidia kernel modules): its driver packages "
+                    "changed under the loaded module; pin them or keep them out of unattended upgrades",),
+    NO_DRIVER: ("drain the node; load the NVIDIA driver (modprobe nvidia, or rebuild it for the running kernel "
+                "with DKMS) and check that nvidia-smi works before returning it to service",),
+}
 _PCI = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\b")
 
 
@@ -265,7 +287,9 @@ def nvml_verdict(text: str) -> Optional[Verdict]:
     if "requires reset" in lowered or "reset required" in lowered:
         return GPU_RESET
     if "version mismatch" in lowered:
-        return DRIVER_MISMATCH
+        return NVML_MISMATCH
+    if "driver not loaded" in lowered or "couldn't communicate with the nvidia driver" in lowered:
+        return NO_DRIVER
     if "no devices were found" in lowered:
         return NO_DEVICES
     if "unable to determine the device handle" in lowered and "unknown error" in lowered:
@@ -291,7 +315,17 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     if verdict is None:
         return False
     apply_verdict(sym, verdict)
+    sym.actions = _DRIVER_ACTIONS.get(verdict, sym.actions)
     set_gpu(sym, extra["text"])
+    return True
+
+
+@decoder("gpu_page_fault")
+def decode_page_fault(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A GPU page fault as ROCm's runtime reports it ('Memory access fault by GPU node-N ... Reason: ...',
+    HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION): a kernel's bad address as often as a failing GPU, so both
+    readings unless a hardware fault on the node explains it (refine.gpu_indeterminate_cuda_error)."""
+    apply_verdict(sym, INDETERMINATE)
     return True
 
 
