@@ -27,10 +27,13 @@ from .timestamps import iso_offset, parse_iso
 JOB_FILE = "job.yaml"
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: job.yaml of 4,096 ranks
 _ARRAY_JOB_ID = re.compile(r"^[0-9]+_[0-9]+$")
-# YAML 1.1 reads an unquoted array job id, `job_id: 1234_5`, as the integer 12345: another job. The
-# job.yaml loader reads that form as the string it is (checked before the int resolver).
+_SEXAGESIMAL = re.compile(r"^[0-9]+(?::[0-9]+)+(?:\.[0-9]*)?$")
+# YAML 1.1 reads an unquoted array job id, `job_id: 1234_5`, as the integer 12345: another job; and an
+# unquoted Slurm exit code, `exit_code: 1:0`, as the base-60 number 60 (YAML 1.2 dropped base 60). The
+# job.yaml loader reads those forms as the strings they are (checked before the int and float resolvers).
+_AS_TEXT = [("tag:yaml.org,2002:str", _ARRAY_JOB_ID), ("tag:yaml.org,2002:str", _SEXAGESIMAL)]
 _JOB_LOADER = type("_JobLoader", (_SAFE_LOADER,), {"yaml_implicit_resolvers": {
-    first: [*([("tag:yaml.org,2002:str", _ARRAY_JOB_ID)] if first.isdigit() else []), *resolvers]
+    first: [*(_AS_TEXT if first.isdigit() else []), *resolvers]
     for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()}})
 MAX_YAML_BYTES = 4 * 1024 * 1024
 SOURCE_DIRS = {

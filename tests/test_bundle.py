@@ -22,3 +22,10 @@ def test_an_unquoted_array_job_id_stays_that_job(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text("job_id: 1234_5\narray_task_id: 5\nrestart_count: 2\nranks: {0: node-01}\n")
     job = load_bundle(tmp_path).job
     assert (job.job_id, job.array_task_id, job.restart_count, job.ranks) == ("1234_5", "5", 2, ((0, "node-01"),))
+
+
+def test_an_unquoted_exit_code_stays_the_exit_code(tmp_path: Path) -> None:
+    """YAML 1.1 would read `exit_code: 1:0` as the base-60 number 60 (a hand-written job.yaml)."""
+    (tmp_path / "job.yaml").write_text("job_id: 7\nstate: FAILED\nexit_code: 1:0\nderived_exit_code: 0:9\n")
+    job = load_bundle(tmp_path).job
+    assert (job.exit_code, job.derived_exit_code) == ("1:0", "0:9")

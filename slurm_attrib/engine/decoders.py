@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from typing import Any, Optional
 
 from ..model import Symptom
 from ..nvidia.assess import XidAssessment, assess_sxid, assess_xid
@@ -249,11 +249,23 @@ _FS_MODULES = {
     "lustre": "Lustre", "ptlrpc": "Lustre", "osc": "Lustre", "lov": "Lustre", "mdc": "Lustre", "lmv": "Lustre",
     "obdclass": "Lustre", "lnet": "Lustre", "ksocklnd": "Lustre", "ko2iblnd": "Lustre", "llite": "Lustre",
     "mmfs26": "GPFS", "mmfslinux": "GPFS", "mmfs": "GPFS", "ceph": "CephFS", "libceph": "CephFS",
-    "beegfs": "BeeGFS", "cifs": "SMB",
+    "beegfs": "BeeGFS", "cifs": "SMB", "fuse": "FUSE",
 }
-_FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+)(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
-                    r"(?:\s+\[(?P<mod>\w{1,64})\])?")
+# x86 and arm64 print ' fn+0x1f/0x40 [module]' after the stamp or address; 32-bit ARM
+# '[<80233190>] (fn) from [<803db1c4>] (caller+0x30/0x280)': the frame with an offset is the caller's
+_FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+|\()(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
+                    r"(?:\)?\s+\[(?P<mod>\w{1,64})\])?")
 _NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
+
+
+def _filesystem_frame(text: str) -> Optional[tuple[str, str]]:
+    """(file system, frame) of the first frame on a call-trace line that is a file system's module."""
+    for frame in _FRAME.finditer(text):
+        module = frame["mod"] or ""
+        filesystem = _FS_MODULES.get(module) or _FS_MODULES.get(frame["fn"].split("_", 1)[0])
+        if filesystem:
+            return filesystem, frame["fn"] + (f" [{module}]" if module else "")
+    return None
 
 
 @decoder("hung_task")
@@ -264,16 +276,13 @@ def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     for text in line.iter_following(60):
         if any(marker in text for marker in _NEXT_REPORT):
             break  # the next report's trace is not this one's
-        frame = _FRAME.search(text)
-        if frame is None:
-            continue
-        module = frame["mod"] or ""
-        filesystem = _FS_MODULES.get(module) or _FS_MODULES.get(frame["fn"].split("_", 1)[0])
-        if filesystem:
+        found = _filesystem_frame(text)
+        if found:
+            filesystem, frame = found
             sym.kind, sym.role, sym.category, sym.strength = "storage_hang", "candidate", "storage", 45
-            sym.fields.update(filesystem=filesystem, frame=frame["fn"] + (f" [{module}]" if module else ""))
+            sym.fields.update(filesystem=filesystem, frame=frame)
             what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
-            sym.summary = f"{what} hung in {filesystem} I/O ({sym.fields['frame']})"
+            sym.summary = f"{what} hung in {filesystem} I/O ({frame})"
             sym.actions = (f"check the {filesystem} servers and this node's path to them (the task waited "
                            "in the file system, not on the node's own hardware)",)
             return True

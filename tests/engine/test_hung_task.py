@@ -35,3 +35,13 @@ def test_a_storage_hang_blames_no_node(engine: Engine, tmp_path: Path) -> None:
     _symptoms(engine, tmp_path / "b", log)
     diag = engine.diagnose(tmp_path / "b")
     assert (diag.status, diag.category, diag.culprit_nodes) == ("attributed", "storage", [])
+
+
+def test_a_32bit_arm_trace_names_the_callers_frame(engine: Engine, tmp_path: Path) -> None:
+    """ARM prints '[<addr>] (fn) from [<addr>] (caller+0x30/0x280)' (raspberrypi/linux #2482): the file
+    system's frame is the caller's, inside parentheses."""
+    log = ("[ 3438.580109] INFO: task objcopy:24916 blocked for more than 120 seconds.\n"
+           "[ 3438.599109] [<80a87848>] (__schedule) from [<80a88018>] (schedule+0x3c/0xa0)\n"
+           "[ 3438.606896] [<8015c138>] (io_schedule) from [<80230be4>] (wait_on_page_bit+0x110/0x15c)\n"
+           "[ 3438.610000] [<80233190>] (filemap_write_and_wait_range) from [<803db1c4>] (nfs_file_fsync+0x30/0x280)\n")
+    assert _symptoms(engine, tmp_path, log) == [("objcopy", "storage_hang", "candidate")]

@@ -70,3 +70,30 @@ def _came_back(line: Line, server: str, memo: dict[str, Any]) -> bool:
                              re.MULTILINE)
         found = starts[server] = [m.start() for m in pattern.finditer(block)]
     return bisect.bisect_right(found, line.end) < len(found)
+
+
+_NO_LOCKING = (38, 95, 524)  # ENOSYS, EOPNOTSUPP, the kernel's ENOTSUPP: the file system does not lock
+_HELD = (11,)  # EAGAIN / EWOULDBLOCK: a lock someone else holds
+
+
+@decoder("storage_lock")
+def decode_storage_lock(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Which side a refused lock is on, by its errno (ROMIO prints it in hex): a file system without
+    locking is the shared service's setting (storage, nobody blamed); a lock another process holds is the
+    workload's; any other errno keeps the file system as the candidate."""
+    hexerrno = sym.fields.get("hexerrno")
+    errno = sym.fields.get("errno") or sym.fields.get("errno2")
+    try:
+        number = int(str(hexerrno), 16) if hexerrno else int(str(errno)) if errno else 38
+    except ValueError:
+        return True
+    sym.fields["errno_number"] = number
+    if number in _HELD:
+        sym.category, sym.responsible = "application", "workload"
+        sym.summary = f"another process holds the file's lock on rank {'?' if sym.rank is None else sym.rank}"
+        sym.actions = ("make one rank or job write each file (or open it read-only); set "
+                       "HDF5_USE_FILE_LOCKING=FALSE only where no two writers share a file",)
+    elif number not in _NO_LOCKING:
+        sym.responsible = "infrastructure"
+    return True
+
