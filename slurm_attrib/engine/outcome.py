@@ -100,6 +100,10 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
     root = min(reports, key=Symptom.sort_key) if reports else None
     if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
         culprits, root = [leader.node], leader
+    if not culprits and len(ctx.job.nodes) == 1:
+        # Slurm ends a job NODE_FAIL when one of its nodes stopped answering: with one node, that one
+        culprits = list(ctx.job.nodes)
+        ctx.outcome.annotations.append("the job ran on one node: Slurm's NODE_FAIL can only mean that node")
     if missing:
         ctx.outcome.annotations.append("no node bundle arrived from " + ", ".join(missing))
     if unreadable:

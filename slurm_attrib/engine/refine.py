@@ -239,7 +239,8 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
                 leader = strongest
     else:
         leader = _strongest_first(candidates)[0]
-    leaders = [leader, *_co_leaders(ctx, leader, timed, int(rule_.params.get("tier_width", 10)))]
+    tier = int(rule_.params.get("tier_width", 10))
+    leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, tier)]
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
@@ -256,15 +257,34 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
     for sym in timed:
         if sym is leader or sym.node in seen_nodes or sym.time is None:
             continue
-        if sym.node is None or leader.responsible != "infrastructure" or sym.responsible != "infrastructure":
+        if sym.node is None:
             continue
-        if ctx.causal.explains(leader, sym):
+        both_infrastructure = leader.responsible == "infrastructure" and sym.responsible == "infrastructure"
+        independent = ctx.causal.independent_faults(leader, sym)  # a host OOM kill too, whoever's fault it is
+        if not (both_infrastructure or independent) or ctx.causal.explains(leader, sym):
             continue
         gap = abs(sym.time - leader.time)
-        same_tier = gap <= window and sym.strength >= leader.strength - tier
-        if same_tier or (gap <= decision and ctx.causal.independent_faults(leader, sym)):
+        same_tier = both_infrastructure and gap <= window and sym.strength >= leader.strength - tier
+        if same_tier or (gap <= decision and independent):
             out.append(sym)
             seen_nodes.add(sym.node)
+    return out
+
+
+def _unplaced(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], tier: int) -> list[Symptom]:
+    """Candidates with no time at all (not even a neighbour's bound) that the timed leader cannot cause, and
+    that could not have caused it: which came first is unknown, so neither leads alone."""
+    if leader.time is None:
+        return []
+    out: list[Symptom] = []
+    for sym in candidates:
+        if sym.time is not None or sym is leader or sym.strength < min(leader.strength, 50) - tier:
+            continue
+        if sym.category == leader.category or ctx.causal.explains(leader, sym) or ctx.causal.explains(sym, leader):
+            continue
+        if any(o.category == sym.category for o in out):
+            continue
+        out.append(sym)
     return out
 
 

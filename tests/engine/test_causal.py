@@ -45,6 +45,22 @@ def test_gpu_fault_never_explains_another_nodes_physical_or_gpu_fault(model: Cau
     assert not model.explains(xid, sym("cuda_error", "b", "application"))
 
 
+def test_a_host_oom_kill_explains_no_cuda_oom(model: CausalModel) -> None:
+    """Host memory running out kills processes; it does not make a GPU allocation fail. The job's CUDA
+    OOM explains what follows it, as any application error does."""
+    oom_kill = sym("host_oom_kill", "a", "host_oom")
+    cuda_oom = sym("cuda_oom", "a", "gpu_oom")
+    assert not model.explains(oom_kill, cuda_oom)
+    assert model.explains(oom_kill, sym("python_exception", "a", "application"))
+    assert model.explains(cuda_oom, sym("watchdog_timeout", "b"))
+
+
+def test_a_host_oom_kill_is_independent_of_a_gpu_fault_on_another_node(model: CausalModel) -> None:
+    xid = sym("xid", "a", "gpu_memory", gpu="0000:3b:00")
+    assert model.independent_faults(xid, sym("host_oom_kill", "b", "host_oom"))
+    assert not model.independent_faults(xid, sym("host_oom_kill", "a", "host_oom"))
+
+
 def test_same_node_faults_are_not_independent(model: CausalModel) -> None:
     assert not model.independent_faults(sym("xid", "a", "gpu_hardware"), sym("ib_link_down", "a", "network"))
 

@@ -142,3 +142,16 @@ def test_a_node_failure_explained_by_a_named_part_is_that_parts() -> None:
     ctx.leaders = [weak]
     scheduler_state(ctx, shipped("final.scheduler_state"))
     assert (ctx.outcome.category, ctx.outcome.culprit_nodes) == ("node_failure", ["node-02"])
+
+
+def test_a_node_failure_of_a_one_node_job_is_that_node() -> None:
+    """Slurm's NODE_FAIL with nothing else said: a one-node job's node is the one that failed; with two
+    nodes and no word which, no node is named."""
+    one = make_context(JobFacts(job_id="8", nodes=("gpu-1-9",), state="NODE_FAIL", exit_code="0:0",
+                                derived_exit_code="0:0"))
+    scheduler_state(one, shipped("final.scheduler_state"))
+    assert (one.outcome.status, one.outcome.category, one.outcome.culprit_nodes) == (
+        "attributed", "node_failure", ["gpu-1-9"])
+    two = context("NODE_FAIL")
+    scheduler_state(two, shipped("final.scheduler_state"))
+    assert (two.outcome.status, two.outcome.culprit_nodes) == ("unattributed", [])

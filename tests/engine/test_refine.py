@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from slurm_attrib.engine.causal import CausalModel
-from slurm_attrib.engine.refine import app_errors_explained, dcgm_corroboration
+from slurm_attrib.engine.refine import app_errors_explained, dcgm_corroboration, select_root
 from slurm_attrib.model import JobFacts, Symptom
 
 from .conftest import T0, make_context, make_symptom, shipped
@@ -72,3 +72,31 @@ def test_a_lost_gpu_explains_its_nodes_errors_across_two_clocks() -> None:
     assert not _explained_when_kernel_is_later(75, 79, node="node-01")
     assert _explained_when_kernel_is_later(1, 31)
     assert not _explained_when_kernel_is_later(75, 79, indeterminate=False)
+
+
+def _leaders(*symptoms: Symptom) -> list[str]:
+    job = JobFacts(job_id="7", nodes=("node-01", "node-02"), state="FAILED", exit_code="1:0", derived_exit_code="0:0")
+    ctx = make_context(job, *symptoms)
+    model = shipped("refine.causal_model")
+    ctx.causal = CausalModel.from_params(model.params, model.where)
+    select_root(ctx, shipped("refine.select_root"))
+    return [s.kind for s in ctx.leaders]
+
+
+def test_a_candidate_with_no_time_that_the_leader_cannot_cause_leads_with_it() -> None:
+    """A host OOM kill in the kernel log and the job's CUDA OOM in an unstamped output: which came first
+    is unknown and neither causes the other, so both lead (ambiguous); an unstamped error the leader
+    explains does not."""
+    kill = make_symptom("host_oom_kill", "host_oom", "workload", 75, node="node-01", role="candidate")
+    cuda_oom = make_symptom("cuda_oom", "gpu_oom", "workload", 60, node="node-01", role="candidate", time=None)
+    assert _leaders(kill, cuda_oom) == ["host_oom_kill", "cuda_oom"]
+    exception = make_symptom("python_exception", "application", "workload", 50, node="node-01", role="candidate",
+                             time=None)
+    assert _leaders(kill, exception) == ["host_oom_kill"]
+
+
+def test_a_gpu_fault_and_another_nodes_host_oom_kill_in_one_second_both_lead() -> None:
+    xid = make_symptom("xid", "gpu_memory", "infrastructure", 90, node="node-02", role="candidate")
+    kill = make_symptom("host_oom_kill", "host_oom", "workload", 75, node="node-01", role="candidate",
+                        time=T0 + timedelta(seconds=0.8))
+    assert _leaders(xid, kill) == ["xid", "host_oom_kill"]
