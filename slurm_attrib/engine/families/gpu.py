@@ -353,7 +353,7 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
             return DIAG_MEMORY
         return DIAG_NVLINK if _DCGM_NVLINK_TESTS.search(test) else DIAG_GPU
     return {"err": DIAG_GPU, "pending": DIAG_MEMORY, "remap_failure": DIAG_MEMORY, "reset": DIAG_GPU,
-            "link_inactive": DIAG_NVLINK}.get(finding)
+            "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU}.get(finding)
 
 
 @decoder("gpu_diag")
