@@ -88,6 +88,8 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorSystemNotReady", "CUDA_ERROR_SYSTEM_NOT_READY", (802,), "system not yet initialized", FABRIC),
     CudaError("cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", (803,),
               "system has unsupported display driver / cuda driver combination", DRIVER_MISMATCH),
+    CudaError("cudaErrorCompatNotSupportedOnDevice", "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", (804,),
+              "forward compatibility was attempted on non supported HW", DRIVER_MISMATCH),
     CudaError("cudaErrorDevicesUnavailable", "CUDA_ERROR_DEVICE_UNAVAILABLE", (46,),
               "busy or unavailable", GPU_UNAVAILABLE),
     CudaError("cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", (2,), "out of memory", GPU_OOM),

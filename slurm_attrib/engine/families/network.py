@@ -238,7 +238,11 @@ def decode_verbs(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
 # --- sockets (NCCL bootstrap / net_socket, c10d TCPStore) ----------------------------------------
 _MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot assign requested address|"
                         r"name or service not known|temporary failure in name resolution|no address associated|"
-                        r"nodename nor servname|EADDRNOTAVAIL|ENETUNREACH|EHOSTUNREACH")
+                        r"nodename nor servname|EADDRNOTAVAIL|ENETUNREACH|EHOSTUNREACH|"
+                        r"address family not supported by protocol|EAFNOSUPPORT")
+# a connection to a loopback address of another rank: a host name that resolves to 127.0.1.1 (Debian's
+# /etc/hosts) or an interface choice that advertised loopback; nothing of another node's was reached
+_LOOPBACK_PEER = re.compile(r"\[(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)\]:\d+|(?<![\d.])127\.0\.[01]\.1(?![\d.])")
 _PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|closed by (?:remote )?peer|"
                         r"end of file|ECONNRESET|EPIPE|ECONNREFUSED")
 
@@ -255,6 +259,10 @@ def socket_verdict(text: str) -> Verdict:
     """A peer that closed, reset or refused the connection, or a timeout, is a cascade of another rank
     dying or hanging; an unreachable network, a missing route, an address that is not local or a name
     that does not resolve is a configuration candidate (interface, MASTER_ADDR, firewall)."""
+    if _PEER_GONE.search(text) and _LOOPBACK_PEER.search(text):
+        return Verdict("candidate", "unknown", 45, "the peer's address is a loopback address: the host name "
+                       "resolves to 127.0.x.x (/etc/hosts) or the interface chosen is lo (GLOO_SOCKET_IFNAME / "
+                       "NCCL_SOCKET_IFNAME)")
     if _MISCONFIG.search(text):
         return Verdict("candidate", "unknown", 40, "the address or interface chosen for the connection is "
                        "not usable from this host (interface selection, MASTER_ADDR, routing or DNS)")
@@ -270,6 +278,16 @@ def socket_verdict(text: str) -> Verdict:
     if _PEER_GONE.search(text):
         return Verdict("cascade", meaning="the peer closed the connection: it exited or was killed first")
     return Verdict("cascade", meaning="a socket error on the bootstrap or data connection")
+
+
+@decoder("net_verbs_status")
+def decode_verbs_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Retry counters exceeded: nothing answered on the RDMA path (candidate); any other status follows a
+    failure elsewhere (cascade)."""
+    if "retry counter exceeded" in str(sym.fields.get("error", "")):
+        _apply(sym, Verdict("candidate", "unknown", 35, "the RDMA peer or the path to it stopped answering "
+                            "(a dead peer, a link, or a GID / RoCE setting that never worked)"))
+    return True
 
 
 @decoder("net_socket_error")

@@ -91,7 +91,32 @@ def decode_execve(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 # pyxis/enroot failing on the job's own image: a name, registry or credentials the job gave
 _IMAGE_ERRORS = re.compile(r"(?i)failed to import docker image|manifest unknown|unauthorized|authentication required|"
                            r"invalid image|no such image|pull access denied|image .{0,80} not found|"
-                           r"requested access to the resource is denied|invalid reference format")
+                           r"requested access to the resource is denied|invalid reference format|"
+                           r"enroot-switchroot: failed to execute|doesn't exist in container")
+# The job's own image or request, in a container runtime's words: a program the image lacks, a bind
+# destination a --writable container does not have, an absolute path the bind needs
+_JOB_CONTAINER = re.compile(r"(?i)enroot-switchroot: failed to execute|doesn't exist in container|"
+                            r"destination must be an absolute path|no such image|manifest unknown")
+
+
+@decoder("container_runtime")
+def decode_container_runtime(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Whose a container runtime's failure is: the job's image or request when the words say so; both the
+    node's driver and the job's image when the image asks for a newer CUDA than the driver has;
+    otherwise the nodes' runtime setup (no node blamed). Apptainer's 'container creation failed' is read
+    for what failed inside it; a bare one that names neither side says nothing."""
+    text = extra["text"]
+    if _JOB_CONTAINER.search(text):
+        sym.category, sym.responsible, sym.strength = "application", "workload", 50
+        sym.actions = ("fix the job's image or container options (the program or bind destination it names)",)
+    elif sym.fields.get("stage") == "requirement" or "requirement error: unsatisfied condition" in text:
+        sym.category, sym.strength = "unknown", 40
+        sym.fields["readings"] = ["node_failure", "application"]
+        sym.actions = ("update the nodes' driver to what the image needs, or run an image built for the "
+                       "driver the nodes have",)
+    elif sym.fields.get("creation") and "nvidia-container-cli" not in text:
+        sym.role, sym.strength = "context", 0
+    return True
 
 
 @decoder("slurm_spank")
