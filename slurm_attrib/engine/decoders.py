@@ -198,6 +198,14 @@ def _carries_on(line: Line, stream: Any) -> bool:
 _SUMMARY_FIELD = re.compile(r"^\s*(?P<key>rank|host|exitcode|time|traceback)\s*:\s*(?P<value>.*)$")
 
 
+@decoder("cli_usage")
+def decode_cli_usage(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """argparse prints 'usage: <prog> ...' right before its error: without it, '<prog>: error:' is some other
+    tool's message and not read."""
+    wanted = f"usage: {sym.fields.get('prog', '')} "
+    return any(wanted in text for text in itertools.islice(line.preceding(40), 40))
+
+
 @decoder("torchrun_summary")
 def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Read the 'Root Cause (first observed failure)' block of a torchrun ChildFailedError."""
