@@ -152,7 +152,7 @@ def classify_cuda(text: str) -> Optional[CudaError]:
         found = _BY_NAME.get(match.group(0).lower())
         if found is not None:
             return found
-    lowered = text.lower()
+    lowered = text.lower().replace("rocm-capable", "cuda-capable")  # HIP's hipErrorNoDevice text
     for error in CUDA_ERRORS:
         if error.text.lower() in lowered:
             return error
@@ -322,11 +322,36 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     return True
 
 
-@decoder("gpu_page_fault")
-def decode_page_fault(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """A GPU page fault as ROCm's runtime reports it ('Memory access fault by GPU node-N ... Reason: ...',
-    HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION): a kernel's bad address as often as a failing GPU, so both
-    readings unless a hardware fault on the node explains it (refine.gpu_indeterminate_cuda_error)."""
+AMD_CANNOT_START = Verdict("candidate", "gpu_hardware", "infrastructure", 70,
+                           "the GPU could not be brought up by the driver (firmware, PSP, bus or board)")
+AMD_UNCORRECTABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 75, "uncorrectable hardware error (RAS)")
+AMD_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75, "uncorrectable error in the GPU's memory (UMC)")
+
+
+@decoder("amdgpu")
+def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Which amdgpu line it is: a GPU that cannot start or an uncorrectable RAS error is the GPU's; a ring
+    timeout, the reset it starts and a VM page fault carry both readings. The GPU is the one the line's
+    PCI address names."""
+    error = str(sym.fields.get("error", ""))
+    if "uncorrectable" in error:
+        apply_verdict(sym, AMD_MEMORY if str(sym.fields.get("block", "")).lower() == "umc" else AMD_UNCORRECTABLE)
+    elif "timeout" in error or "reset begin" in error or "page fault" in error:
+        apply_verdict(sym, INDETERMINATE)
+    else:
+        apply_verdict(sym, AMD_CANNOT_START)
+    pci = sym.fields.get("pci") or sym.fields.get("probed")
+    if isinstance(pci, str):
+        set_gpu(sym, pci)
+    return True
+
+
+@decoder("gpu_indeterminate")
+def decode_indeterminate(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A device error that names no cause, in a runtime other than CUDA's: ROCm's GPU page fault ('Memory
+    access fault by GPU node-N ... Reason: ...', HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION), level-zero's
+    lost device. A kernel's bad address or hang as often as a failing GPU, so both readings unless a
+    hardware fault on the node explains it (refine.gpu_indeterminate_cuda_error)."""
     apply_verdict(sym, INDETERMINATE)
     return True
 
