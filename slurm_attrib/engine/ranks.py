@@ -32,6 +32,7 @@ _COLOUR_ONLY = re.compile(r"\s*\x1b\[[\d;]*m")
 _RFC3339_SHIPPED = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
 _CTIME_SHIPPED = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
 SHIPPED_STAMP_PATTERN = f"(?:{_RFC3339_SHIPPED}|{_CTIME_SHIPPED})"
+_WEEKDAY_INITIALS = frozenset("MTWFS")
 _SHIPPED_STAMP = re.compile(f"{_RFC3339_SHIPPED}|{_CTIME_SHIPPED}(?=\\[\\d+\\]<(?:stdout|stderr|stddiag)>)")
 # The host pdsh or clush put before each line of a remote command ("worker-1: "; the DeepSpeed and Horovod
 # launchers run ranks through them): before the rank prefix, after a shipper's stamp; a word is one only
@@ -56,7 +57,7 @@ def shipped_stamp(text: str) -> str:
 def _shipped(text: str) -> tuple[str, int]:
     """The shipper's stamp at the start of ``text`` and where the line it carries begins."""
     first = text[:1]
-    match = _SHIPPED_STAMP.match(text) if first.isdecimal() or (first in "MTWFS" and first) else None
+    match = _SHIPPED_STAMP.match(text) if first.isdecimal() or first in _WEEKDAY_INITIALS else None
     return (match.group().rstrip(" "), match.end()) if match else ("", 0)
 
 

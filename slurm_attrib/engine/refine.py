@@ -215,8 +215,9 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     The earliest candidate leads, except that a stronger candidate (by more than
     ``params.override_margin``) that follows within the clock-skew tolerance takes the lead:
     a kernel fault and the CUDA error it causes can be logged out of order. Candidates on other
-    nodes of the same strength tier within ``ambiguity_s`` of the leader and not explained by it
-    stay as co-leaders (the verdict is then ambiguous).
+    nodes of the same strength tier within ``ambiguity_s`` of the leader and not explained by it,
+    independent physical faults on other nodes within the decision window, and unplaced candidates
+    (:func:`_unplaced`) stay as co-leaders (the verdict is then ambiguous).
     """
     candidates = [s for s in ctx.active() if s.role == "candidate" and s.supports is None]
     if not candidates:
@@ -240,7 +241,8 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     else:
         leader = _strongest_first(candidates)[0]
     tier = int(rule_.params.get("tier_width", 10))
-    leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, tier)]
+    floor = int(rule_.params.get("unplaced_min_strength", 40))
+    leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor)]
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
@@ -271,14 +273,15 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
     return out
 
 
-def _unplaced(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], tier: int) -> list[Symptom]:
-    """Candidates with no time at all (not even a neighbour's bound) that the timed leader cannot cause, and
-    that could not have caused it: which came first is unknown, so neither leads alone."""
+def _unplaced(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], floor: int) -> list[Symptom]:
+    """Candidates with no time at all (not even a neighbour's bound), at least ``floor`` strong, that the
+    timed leader cannot cause and that could not have caused it: which came first is unknown, so neither
+    leads alone. One per category."""
     if leader.time is None:
         return []
     out: list[Symptom] = []
     for sym in candidates:
-        if sym.time is not None or sym is leader or sym.strength < min(leader.strength, 50) - tier:
+        if sym.time is not None or sym is leader or sym.strength < floor:
             continue
         if sym.category == leader.category or ctx.causal.explains(leader, sym) or ctx.causal.explains(sym, leader):
             continue
