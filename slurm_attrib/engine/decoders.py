@@ -152,6 +152,18 @@ def decode_gpu_lost(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     return True
 
 
+@decoder("nvidia_gpu_unsupported")
+def decode_gpu_unsupported(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The GPU the message's first line (this one or up to three before it) names by address; an invalid
+    BAR is the node's firmware or hypervisor setting rather than the driver's choice."""
+    sym.gpu = _nvrm_gpu(extra["text"], line, 3)
+    if "PCI I/O region" in str(sym.fields.get("what", "")):
+        sym.category = "node_failure"
+        sym.actions = ("fix the node's BIOS (above-4G decoding, MMIO size) or the VM's MMIO window so the GPU's BARs "
+                       "are valid (pci=realloc as a stopgap)",)
+    return True
+
+
 @decoder("nvidia_gpu_named")
 def decode_gpu_named(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A GPU fault line of the driver's own: the GPU is the one it (or the NVRM line before it) names."""

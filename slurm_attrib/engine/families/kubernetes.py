@@ -1,0 +1,44 @@
+"""What the kubelet's reasons and messages say about a pod's end (scheduler.k8s_* rules): a container the
+kubelet could not find, an eviction for node pressure."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model import Symptom
+from ...scan import Line
+from ..context import EngineContext
+from ..registry import decoder
+
+# pkg/kubelet/eviction/helpers.go: "The node was low on resource: %s. " (then "Threshold quantity: ...,
+# available: ..." and "Container %s was using %s, which exceeds its request of %s.")
+_LOW_ON = re.compile(r"The node was low on resource: (?P<resource>[\w.-]{1,40})")
+_RESOURCE_CATEGORY = {"memory": "host_oom", "ephemeral-storage": "storage", "nodefs": "storage",
+                      "imagefs": "storage", "nodefs.inodesfree": "storage", "imagefs.inodesfree": "storage"}
+
+
+@decoder("k8s_status_unknown")
+def decode_status_unknown(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A container that never ran (its pod terminal before it started: admission refused, evicted) is no
+    evidence against the node; one that used to be running keeps the node a suspect."""
+    if "could not be located when the pod was terminated" in str(sym.fields.get("message") or ""):
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("the container never ran: the kubelet reports any such container of a terminal pod "
+                         "this way, whatever ended the pod")
+    return True
+
+
+@decoder("k8s_eviction")
+def decode_eviction(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The resource a node-pressure eviction names decides the category (memory: host memory; the node's
+    disk: storage); an admission refusal for a node condition ran nothing and is context."""
+    text = extra["text"]
+    low = _LOW_ON.search(text)
+    if low is not None:
+        resource = low.group("resource").rstrip(".")
+        sym.fields["resource"] = resource
+        sym.category = _RESOURCE_CATEGORY.get(resource, sym.category)
+    elif "The node had condition:" in text:
+        sym.role, sym.strength = "context", 0
+    return True
