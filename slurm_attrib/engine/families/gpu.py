@@ -40,10 +40,16 @@ class Verdict:
     responsible: str
     strength: int
     note: str = ""
+    readings: tuple[str, ...] = ()  # categories the line fits alike: alone, an ambiguous verdict with each
 
 
 GPU_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75)
 NVLINK = Verdict("candidate", "nvlink", "infrastructure", 75)
+# An NVLink error only the application saw: the node is named only by its kernel log (Xid 74, 144-150),
+# which then leads; killed peers mid-transfer raise it too (pytorch/pytorch #58155)
+NVLINK_APP = Verdict("candidate", "nvlink", "unknown", 70,
+                     "an NVLink error seen by the application: check the node's kernel log for Xid 74 / 144-150 and "
+                     "nvidia-smi nvlink -e before draining")
 FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
                  "802 'system not yet initialized': the NVSwitch fabric is not up (nvidia-fabricmanager / NVLSM)")
 GPU_UNAVAILABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
@@ -84,7 +90,9 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", (214, 39),
               "uncorrectable ECC error encountered", GPU_MEMORY),
     CudaError("cudaErrorNvlinkUncorrectable", "CUDA_ERROR_NVLINK_UNCORRECTABLE", (220,),
-              "uncorrectable NVLink error", NVLINK),
+              "uncorrectable NVLink error", NVLINK_APP),
+    CudaError("cudaErrorContained", "CUDA_ERROR_CONTAINED", (226,),
+              "Invalid access of peer GPU memory over nvlink or a hardware error", NVLINK_APP),
     CudaError("cudaErrorSystemNotReady", "CUDA_ERROR_SYSTEM_NOT_READY", (802,), "system not yet initialized", FABRIC),
     CudaError("cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", (803,),
               "system has unsupported display driver / cuda driver combination", DRIVER_MISMATCH),
@@ -168,6 +176,8 @@ def apply_verdict(sym: Symptom, verdict: Verdict, summary: str = "") -> None:
                                                              verdict.strength)
     if verdict.note:
         sym.notes.append(verdict.note)
+    if verdict.readings:
+        sym.fields["readings"] = list(verdict.readings)
     if summary:
         sym.summary = summary[:300]
     if verdict is INDETERMINATE or verdict is NO_DEVICE:
@@ -204,9 +214,10 @@ def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
 
 NVLS_STATE = Verdict("candidate", "nvlink", "infrastructure", 55,
                      "NVLS multicast refused in the present state: the node's NVSwitch fabric / Fabric Manager state")
-NVLS_UNKNOWN = Verdict("candidate", "nvlink", "unknown", 50,
+NVLS_UNKNOWN = Verdict("candidate", "unknown", "unknown", 50,
                        "NVLink SHARP (NVLS) setup failed: a Fabric Manager restarted without a GPU reset, a container "
-                       "without /dev/nvidia-caps, or multicast resources exhausted; NCCL_NVLS_ENABLE=0 avoids it")
+                       "without /dev/nvidia-caps, multicast resources exhausted, or a CUDA runtime newer than the "
+                       "driver; NCCL_NVLS_ENABLE=0 avoids it", readings=("nvlink", "application"))
 
 
 @decoder("gpu_nccl_cuda_failure")
@@ -247,12 +258,27 @@ def _codes(text: str) -> set[int]:
     return {int(m.group("code")) for m in _CODE.finditer(text)}
 
 
+_BIND_ERROR = re.compile(r"CUDA error (\d{1,3})\b")
+
+
 @decoder("gpu_nvls_bind")
 def decode_nvls_bind(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """'Failed to bind NVLink SHARP (NVLS) Multicast memory ... CUDA error N': the fabric's refusal;
-    whose fault depends on the error (802: the fabric is not up)."""
-    error = classify_cuda(extra["text"])
-    apply_verdict(sym, FABRIC if error is not None and error.verdict is FABRIC else NVLS_UNKNOWN)
+    """'Failed to bind NVLink SHARP (NVLS) Multicast memory ... CUDA error N': whose fault depends on the
+    error: 802, the fabric is not up, and 401, the operation refused in the present state (a Fabric Manager
+    or NVSwitch state to reset), are the node's; any other fits the fabric and the software stack alike."""
+    text = extra["text"]
+    if sym.fields.get("code") is None:  # a terminal wrapped the size and the error onto the next line
+        text = " ".join([text, *line.following(1)])
+        wrapped = _BIND_ERROR.search(text)
+        if wrapped:
+            sym.fields["code"] = int(wrapped.group(1))
+    error = classify_cuda(text)
+    if error is not None and error.verdict is FABRIC:
+        apply_verdict(sym, FABRIC)
+    elif sym.fields.get("code") == 401 or "present state" in text:
+        apply_verdict(sym, NVLS_STATE)  # CUDA_ERROR_ILLEGAL_STATE: the node's fabric / Fabric Manager state
+    else:
+        apply_verdict(sym, NVLS_UNKNOWN)
     return True
 
 
@@ -361,6 +387,13 @@ def decode_indeterminate(ctx: EngineContext, sym: Symptom, line: Line, extra: di
 DIAG_GPU = Verdict("candidate", "gpu_hardware", "infrastructure", 60)
 DIAG_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 60)
 DIAG_NVLINK = Verdict("candidate", "nvlink", "infrastructure", 55)
+# DCGM_FR_NVLINK_DOWN ("GPU N's NvLink link L is currently down") as the only reason a test failed: on a
+# GPU without NVLink (PCIe cards) DCGM reports every link down, a false positive (NVIDIA/DCGM #49)
+DIAG_NVLINK_DOWN = Verdict("candidate", "unknown", "unknown", 40,
+                           "DCGM failed the test for NVLink links that are down: a false positive on GPUs without "
+                           "NVLink (check nvidia-smi nvlink -s / topo -m before draining)")
+_NVLINK_DOWN = re.compile(r"NvLink\s*link\s*\d+\s*is\s*currently\s*down")
+_OTHER_WARNING = re.compile(r"(?i)error|fail|exceed|uncorrect|retired|throttl|mismatch|violat|bandwidth|timeout")
 # dcgmi diag deployment checks that fail for configuration, not hardware
 _DCGM_CONFIG_TESTS = re.compile(r"(?i)denylist|blacklist|library|libraries|permission|persistence|environment|"
                                 r"graphics process|compute process|software|driver")
@@ -383,6 +416,21 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
             "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU}.get(finding)
 
 
+def _dcgm_warning(line: Line) -> str:
+    """The Warning cell of a dcgmi diag test row, which the table wraps over the rows below it (mid-word):
+    the cells joined without separators, up to the next test's row."""
+    cells: list[str] = []
+    for text in line.iter_following(40):
+        parts = text.split("|")
+        if len(parts) < 3:
+            break
+        name = parts[1].strip()
+        if name and name not in ("Warning", "Info"):
+            break
+        cells.append(parts[2].strip())
+    return "".join(cells)
+
+
 @decoder("gpu_diag")
 def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A fault line in nvidia-smi / nvidia-smi -q / nvidia-smi nvlink -s / dcgmi diag output: a GPU
@@ -393,6 +441,10 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     verdict = _diag_verdict(sym)
     if verdict is None:
         return False
+    if sym.fields["finding"] == "dcgm_fail":
+        warning = _dcgm_warning(line)
+        if _NVLINK_DOWN.search(warning) and not _OTHER_WARNING.search(_NVLINK_DOWN.sub("", warning)):
+            verdict = DIAG_NVLINK_DOWN
     apply_verdict(sym, verdict)
     set_gpu(sym, extra["text"])
     if sym.gpu is None:
