@@ -385,11 +385,16 @@ def _bundle_file(path: Path, rel: str, source: str, job: JobFacts,
     return BundleFile(rel=rel, path=path, source=source, node=_node_of(path, job), size=st.st_size)
 
 
+# logrotate's names for older files: a number, or with dateext the date, after the extension
+_ROTATED = re.compile(r"(\.log|\.txt)(?:\.\d{1,3}|-\d{8})(\.gz)?$")
+
+
 def _node_of(path: Path, job: JobFacts) -> Optional[str]:
-    """syslog/node-02.log → node-02, metrics/node-02.promql.log → node-02. A name outside the job's node
+    """syslog/node-02.log → node-02 (node-02.log.1, node-02.log.2.gz and node-02.log-20261120 too: rotated),
+    metrics/node-02.promql.log → node-02. A name outside the job's node
     list still names a node (the filter phase decides what to do with it); an applog not named for a node
     has none."""
-    name = path.name
+    name = _ROTATED.sub(r"\1\2", path.name)  # node-02.log.1, node-02.log.2.gz, node-02.log-20261120
     for suffix in (".gz", ".log", ".txt", ".prom", ".json", ".xml", ".out", ".err"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]

@@ -29,3 +29,12 @@ def test_an_unquoted_exit_code_stays_the_exit_code(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text("job_id: 7\nstate: FAILED\nexit_code: 1:0\nderived_exit_code: 0:9\n")
     job = load_bundle(tmp_path).job
     assert (job.exit_code, job.derived_exit_code) == ("1:0", "0:9")
+
+
+def test_a_rotated_kernel_log_is_its_nodes(tmp_path: Path) -> None:
+    """logrotate's older files (numbered, compressed, dated) belong to the node the name starts with."""
+    (tmp_path / "job.yaml").write_text("job_id: 7\nnodes: [worker4, 10.0.0.5]\n")
+    (tmp_path / "syslog").mkdir()
+    for name in ("worker4.log", "worker4.log.1", "worker4.log.2.gz", "worker4.log-20261120", "10.0.0.5.log.1"):
+        (tmp_path / "syslog" / name).write_bytes(b"")
+    assert sorted({f.node for f in load_bundle(tmp_path).files if f.node}) == ["10.0.0.5", "worker4"]

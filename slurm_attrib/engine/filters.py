@@ -136,6 +136,32 @@ def _job_met(ctx: EngineContext, fault: Symptom, witnesses: dict[Optional[str], 
     return ""
 
 
+@rule("filter.previous_boot")
+def previous_boot(ctx: EngineContext, rule_: Rule) -> int:
+    """Drop kernel symptoms written before their file's last boot marker (kernel.boot_marker) when the job
+    ran in that last boot: the job did not end NODE_FAIL and the node's boot_time, when known, is not later
+    than the job's start."""
+    if ctx.job.state == "NODE_FAIL":
+        return 0
+    last: dict[str, int] = {}  # file -> offset of its last boot marker
+    for sym in ctx.symptoms:
+        if sym.kind == "boot_marker" and sym.evidence:
+            marker = sym.evidence[0]
+            last[marker.file] = max(last.get(marker.file, -1), marker.offset)
+    count = 0
+    for sym in ctx.active():
+        ref = sym.evidence[0] if sym.evidence else None
+        if ref is None or ref.file not in last or ref.offset >= last[ref.file] or sym.kind == "boot_marker":
+            continue
+        facts = ctx.bundle.facts_for(sym.node)
+        booted = facts.boot_time if facts else None
+        if booted is not None and ctx.window_start is not None and booted > ctx.window_start:
+            continue  # the node booted after the job began: the earlier boot is the job's
+        sym.dropped = "written before the node's last boot (a reboot later in its kernel log): another boot's"
+        count += 1
+    return count
+
+
 @rule("filter.node_not_in_job")
 def node_not_in_job(ctx: EngineContext, rule_: Rule) -> int:
     nodes = set(ctx.job.nodes)

@@ -53,7 +53,7 @@ def test_a_host_oom_kill_explains_no_cuda_oom(model: CausalModel) -> None:
     assert not model.explains(oom_kill, cuda_oom)
     assert model.explains(oom_kill, sym("python_exception", "a", "application"))
     assert model.explains(cuda_oom, sym("watchdog_timeout", "b"))
-    assert model.explains(sym("xid", "a", "gpu_hardware"), cuda_oom)  # as before: a failing GPU may
+    assert not model.explains(sym("xid", "a", "gpu_hardware"), cuda_oom)  # a lost GPU fails calls otherwise
 
 
 def test_a_host_oom_kill_is_independent_of_a_gpu_fault_on_another_node(model: CausalModel) -> None:
