@@ -34,12 +34,33 @@ PREFIX_LIMIT = 256
 """Only this many leading characters of a line are examined, so cost does not grow with line length."""
 
 _UTC = timezone.utc
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1
-    )
-}
+# Abbreviated month names as strftime's %b writes them (glibc's abmon) in the locales cluster nodes run:
+# journald, rsyslog and dmesg -T print the node's locale. Keys are lower case without a trailing dot;
+# Chinese, Japanese and Korean write the number and 月 / 월.
+_MONTH_NAMES = (
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),  # en, sv, nl, pt
+    ("jan", "feb", "mär", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"),  # de
+    ("janv", "févr", "mars", "avr", "mai", "juin", "juil", "août", "sept", "oct", "nov", "déc"),  # fr
+    ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sept", "oct", "nov", "dic"),  # es
+    ("gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"),  # it
+    ("sty", "lut", "mar", "kwi", "maj", "cze", "lip", "sie", "wrz", "paź", "lis", "gru"),  # pl
+    ("янв", "фев", "мар", "апр", "мая", "июн", "июл", "авг", "сен", "окт", "ноя", "дек"),  # ru
+    ("jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"),  # pt
+    ("jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"),  # nl
+    ("oca", "şub", "mar", "nis", "may", "haz", "tem", "ağu", "eyl", "eki", "kas", "ara"),  # tr
+)
+_MONTHS = {name: number for names in _MONTH_NAMES for number, name in enumerate(names, start=1)} | {
+    "avril": 4, "май": 5, "sep": 9}
+_CJK_MONTH = re.compile(r"(\d{1,2})[月월]")
+
+
+def _month(name: str) -> int | None:
+    """The month number of an abbreviated month name in any of :data:`_MONTH_NAMES`' locales, or None."""
+    cjk = _CJK_MONTH.fullmatch(name)
+    if cjk:
+        number = int(cjk.group(1))
+        return number if 1 <= number <= 12 else None
+    return _MONTHS.get(name.lower().rstrip("."))
 _UTC_NAMES = frozenset({"UTC", "Z", "GMT"})
 
 
@@ -76,7 +97,8 @@ _CLOCK = r"(?P<H>\d{2}):(?P<Mi>\d{2}):(?P<S>\d{2})"
 _DOT_FRAC = r"(?:\.(?P<f>\d+))?"
 _ANY_FRAC = r"(?:[.,](?P<f>\d+))?"
 _OFFSET = r"(?P<off>[Zz]|[+-]\d{2}(?::?\d{2})?)"
-_MONTH_DAY = r"(?P<mon>[A-Za-z]{3}) +(?P<d>\d{1,2})"  # "aug" too: journals in other locales
+# a month name in any case and script ("aug", "Mär", "févr.", "апр"), or a number and 月 / 월 ("11月")
+_MONTH_DAY = r"(?P<mon>[^\W\d_]{3,5}\.?|\d{1,2}[月월]) +(?P<d>\d{1,2})"
 _TAG = r"[^\s:\[\]]+(?:\[\d+\])?"
 _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
 # the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):
@@ -93,7 +115,7 @@ _RE_DMESG_UPTIME = re.compile(
     _LEAD + _PRIORITY + _DECODED + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
 )
 _CTIME = _MONTH_DAY + " " + _CLOCK + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})"  # after the weekday
-_RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[A-Za-z]{3} " + _CTIME + r"\][ \t]*")
+_RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[^\W\d_]{1,4}\.? " + _CTIME + r"\][ \t]*")
 # C's ctime()/asctime() and date(1): "Mon Aug 26 18:41:15 2019" (date adds a zone: "... UTC 2019"); the
 # stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks)
 _RE_CTIME = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _CTIME + _END)
@@ -234,7 +256,7 @@ def _zone_note(ctx: TimeContext) -> str:
 def _absolute(m: re.Match[str], ctx: TimeContext) -> tuple[datetime, tuple[str, ...]] | None:
     """Resolve a match with year, month ``mo`` or name ``mon``, day, clock and optional offset."""
     name = _opt(m, "mon")
-    month = _MONTHS.get(name.title(), 0) if name is not None else int(m["mo"])
+    month = (_month(name) or 0) if name is not None else int(m["mo"])
     wall = _wall(int(m["Y"]), month, int(m["d"]), _clock(m))
     offset = _opt(m, "off")
     if offset is None:
@@ -337,7 +359,7 @@ def _ctime_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Opti
     def handle(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
         name = _opt(m, "zn")
         if name is not None and name in _UTC_NAMES:
-            time = _in_zone(_wall(int(m["Y"]), _MONTHS.get(m["mon"].title(), 0), int(m["d"]), _clock(m)), _UTC)
+            time = _in_zone(_wall(int(m["Y"]), _month(m["mon"]) or 0, int(m["d"]), _clock(m)), _UTC)
             return None if time is None else _stamp(fmt, m, line, time)
         resolved = _absolute(m, ctx)
         if resolved is None:
@@ -350,7 +372,7 @@ def _ctime_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Opti
 
 def _h_dmesg_reltime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``dmesg -H``/``--reltime`` minute header ``[Nov20 10:30]``: no year, minute precision."""
-    month = _MONTHS.get(m["mon"].title())
+    month = _month(m["mon"])
     resolved = None if month is None else _yearless(month, int(m["d"]), _clock(m), ctx)
     if resolved is None:
         return None
@@ -391,7 +413,7 @@ def _h_iso_host(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | 
 
 def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``Mmm dd HH:MM:SS[.ffffff] host tag: [uptime] msg``: the year comes from the job window."""
-    month = _MONTHS.get(m["mon"].title())
+    month = _month(m["mon"])
     resolved = None if month is None else _yearless(month, int(m["d"]), _clock(m), ctx)
     if resolved is None:
         return None
@@ -438,7 +460,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
     (_RE_VLLM, re.compile(r"[DIWEC]"), "", _yearless_handler("vllm")),
     (_RE_CTIME, re.compile(r"[MTWFS]"), "", _ctime_handler("ctime")),
-    (_RE_RFC3164, re.compile(r"[A-Za-z]"), "", _h_rfc3164),
+    (_RE_RFC3164, re.compile(r"[^\W_]"), "", _h_rfc3164),  # a month in any script, or 11月
 )
 
 
@@ -456,6 +478,8 @@ def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
 
     Only the first ``PREFIX_LIMIT`` characters are examined. Out-of-range dates count as no stamp.
     """
+    if line[:1] == "\ufeff":  # a byte-order mark opens a file's first line
+        line = line[1:]
     stamp = _parse_own(line, ctx)
     if stamp.fmt:
         return stamp

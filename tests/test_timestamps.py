@@ -751,3 +751,19 @@ def test_ctime_and_tensorflows_stamp(line: str, fmt: str, when: datetime, messag
 @pytest.mark.parametrize("line", ["Monday was a holiday", "Mon Aug 26 done", "  3 apples: [12] NVRM"])
 def test_words_like_a_ctime_or_a_number_column_are_no_stamp(line: str) -> None:
     assert parse_line_time(line, TimeContext()).fmt == ""
+
+
+@pytest.mark.parametrize(("line", "month"), [
+    ("lis 16 19:24:11 EVE kernel: NVRM: Xid", 11),  # pl
+    ("11月 16 19:24:11 EVE kernel: NVRM: Xid", 11),  # zh, ja
+    ("Dez 16 19:24:11 EVE kernel: x", 12),  # de
+    ("févr. 16 19:24:11 EVE kernel: x", 2),  # fr
+    ("ноя 16 19:24:11 EVE kernel: x", 11),  # ru
+    ("\ufeffNov 16 19:24:11 EVE kernel: x", 11),  # a byte-order mark before the first line
+    ("[二 11月 16 19:24:11 2024] NVRM: Xid", 11),  # dmesg -T, zh weekday
+])
+def test_a_month_in_the_nodes_locale_is_a_month(line: str, month: int) -> None:
+    """journald, rsyslog and dmesg -T write %b in the node's locale: an old Xid stays old in Polish too."""
+    window = TimeContext(window_start=datetime(2024, 11, 1, tzinfo=UTC), window_end=datetime(2024, 12, 31, tzinfo=UTC))
+    stamp = parse_line_time(line, window)
+    assert stamp.time is not None and (stamp.time.month, stamp.time.day) == (month, 16)

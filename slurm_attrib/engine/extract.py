@@ -268,6 +268,10 @@ def _short(text: str) -> str:
 
 
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
+# The head of a kernel line that carries a time stamp in a form no format reads (a month in a locale the
+# table lacks, a 12-hour clock, a date order of its own): a word or date, then a clock, at the line's start
+_STAMP_SHAPED = re.compile(r"\s*(?:\[\s*)?(?:\S{1,12}\.? +\d{1,2},? +|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ T]|"
+                           r"\S{1,6} +\S{1,12}\.? +\d{1,2} +)\d{1,2}:\d{2}(?::\d{2})?\b")
 
 
 class _LineHandler:
@@ -325,6 +329,8 @@ class _LineHandler:
                 if not trust:
                     continue
             groups = match.groupdict()
+            if self.kernel and stamp.time is None and not stamp.fmt and _STAMP_SHAPED.match(text):
+                groups["unread_stamp"] = "yes"  # a stamp this engine cannot read: filter.outside_job_window
             own = _said_time(groups.get("at"), stamp, self.timectx)
             if own is not None:
                 stamp = own

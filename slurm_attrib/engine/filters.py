@@ -57,17 +57,24 @@ def run_declarative_filter(ctx: EngineContext, rule_: Rule) -> int:
 def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     """Drop what lies outside the job window, and say so: how many symptoms of each source, under which
     zone assumption; an infrastructure fault within ``params.near_s`` of the window is marked
-    ``near_window`` so that FINAL can weigh it (ambiguous, never silently unattributed)."""
+    ``near_window`` so that FINAL can weigh it (ambiguous, never silently unattributed). A kernel line
+    whose stamp no format reads (``unread_stamp``) cannot be placed at all: dropped too, and counted."""
     dropped: Counter[str] = Counter()
     near = timedelta(seconds=float(rule_.params.get("near_s", 600)))
     skews = ctx.bundle.clock_skews
     for node, skew in sorted(skews.items()):
         ctx.notes.append(f"{node}'s clock was {-skew:g} s behind the controller's at its Epilog (collection.yaml): "
                          "its lines were placed in the job window with that correction")
+    unread = 0
     for sym in ctx.active():
         if sym.kind == "job_state":
             continue
         when = ctx.job_clock(sym)
+        if when is None and sym.fields.get("unread_stamp") and ctx.window_start is not None:
+            # its line has a time the engine cannot read: it may lie days before the job, so it decides nothing
+            sym.dropped = "its time stamp could not be read, so it cannot be placed in the job window"
+            unread += 1
+            continue
         if ctx.in_window(when) is False:
             assert sym.time is not None
             sym.dropped = (f"outside the job window ({format_utc(sym.time)} vs {ctx.window_source} "
@@ -77,12 +84,15 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
             assert when is not None
             if sym.role == "candidate" and sym.responsible == "infrastructure" and ctx.beyond_window(when) <= near:
                 sym.fields["near_window"] = True
+    if unread:
+        ctx.notes.append(f"{unread} kernel symptom(s) with a time stamp in a form the engine cannot read were not "
+                         "used: they cannot be placed in the job window")
     if dropped:
         zones = sorted(a for a in ctx.assumptions if a.startswith("zone "))
         counts = ", ".join(f"{n} {source}" for source, n in sorted(dropped.items()))
         ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
                          + (f"; {'; '.join(zones)}" if zones else ""))
-    return sum(dropped.values())
+    return sum(dropped.values()) + unread
 
 
 @rule("filter.pre_start_event")

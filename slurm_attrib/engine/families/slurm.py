@@ -119,6 +119,21 @@ def decode_container_runtime(ctx: EngineContext, sym: Symptom, line: Line, extra
     return True
 
 
+_STOPPED_BY_USER = {"1", "SIGHUP", "2", "SIGINT"}  # a closed terminal, a Ctrl-C: the user's own stop
+
+
+@decoder("death_signal")
+def decode_death_signal(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """SIGHUP and SIGINT to the launcher are its user stopping it (cancelled, the workload's); any other
+    signal is context for the job's state and Slurm's lines to explain."""
+    signal = str(sym.fields.get("signal") or sym.fields.get("number") or "")
+    if signal in _STOPPED_BY_USER:
+        sym.role, sym.strength = "candidate", 45
+        how = "SIGHUP: its terminal closed" if signal in ("1", "SIGHUP") else "SIGINT: interrupted"
+        sym.summary = f"the job's launcher was stopped by its user ({how})"
+    return True
+
+
 @decoder("slurm_spank")
 def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A SPANK failure is the node's container setup unless the plugin's lines just before it say the

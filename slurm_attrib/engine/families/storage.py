@@ -18,11 +18,19 @@ _JOB_FILLED = ("No space left on device", "Disk quota exceeded", "PytorchStreamW
 _SHARED_MEMORY = ("SemLock", "multiprocessing", "/dev/shm", "torch_shm", "shared memory", "</torch_")
 
 
+_ERRNO = re.compile(r"\[Errno (\d+)\]")
+_ERRNO_TEXT = {5: "Input/output error", 28: "No space left on device", 30: "Read-only file system",
+               116: "Stale file handle", 122: "Disk quota exceeded"}
+
+
 @decoder("storage_errno")
 def decode_storage_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """ENOSPC raised while creating a semaphore or a shared-memory segment (the frames just above name
     multiprocessing or /dev/shm) is /dev/shm filling up: host memory, not a file system."""
     error = str(sym.fields.get("error", ""))
+    numbered = _ERRNO.match(error)
+    if numbered:  # Python's '[Errno N] <strerror in the node's language>': the number says which
+        error = sym.fields["error"] = _ERRNO_TEXT[int(numbered.group(1))]
     if error == "No space left on device" and any(word in text for text in line.preceding(5)
                                                    for word in _SHARED_MEMORY):
         sym.kind, sym.category, sym.responsible = "shm_exhausted", "host_oom", "workload"
