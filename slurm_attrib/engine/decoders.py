@@ -215,7 +215,7 @@ def decode_cli_usage(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     """argparse prints 'usage: <prog> ...' right before its error: without it, '<prog>: error:' is some other
     tool's message and not read."""
     wanted = f"usage: {sym.fields.get('prog', '')} "
-    return any(wanted in text for text in itertools.islice(line.preceding(40), 40))
+    return any(wanted in text for text in line.preceding(40))
 
 
 @decoder("torchrun_summary")

@@ -44,7 +44,6 @@ class Verdict:
 
 
 GPU_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75)
-NVLINK = Verdict("candidate", "nvlink", "infrastructure", 75)
 # An NVLink error only the application saw: the node is named only by its kernel log (Xid 74, 144-150),
 # which then leads; killed peers mid-transfer raise it too (pytorch/pytorch #58155)
 NVLINK_APP = Verdict("candidate", "nvlink", "unknown", 70,

@@ -30,7 +30,7 @@ def decode_storage_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     error = str(sym.fields.get("error", ""))
     numbered = _ERRNO.match(error)
     if numbered:  # Python's '[Errno N] <strerror in the node's language>': the number says which
-        error = sym.fields["error"] = _ERRNO_TEXT[int(numbered.group(1))]
+        error = sym.fields["error"] = _ERRNO_TEXT.get(int(numbered.group(1)), error)
     if error == "No space left on device" and any(word in text for text in line.preceding(5)
                                                    for word in _SHARED_MEMORY):
         sym.kind, sym.category, sym.responsible = "shm_exhausted", "host_oom", "workload"
