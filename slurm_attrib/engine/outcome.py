@@ -130,6 +130,9 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     if ctx.outcome.decided_by:
         return 0
     notes = list(ctx.outcome.annotations)
+    missing = [node for node, state in ctx.job.node_bundles if state == "missing"]
+    if missing:  # a node whose evidence never arrived may hold the cause the others only echo
+        notes.append("no node bundle arrived from " + ", ".join(missing))
     near = _near_window_faults(ctx)
     if near:
         leaders = [*ctx.leaders, *near]

@@ -155,3 +155,13 @@ def test_a_node_failure_of_a_one_node_job_is_that_node() -> None:
     two = context("NODE_FAIL")
     scheduler_state(two, shipped("final.scheduler_state"))
     assert (two.outcome.status, two.outcome.culprit_nodes) == ("unattributed", [])
+
+
+def test_a_node_whose_bundle_never_arrived_is_named_whatever_the_state() -> None:
+    """A FAILED job whose one node sent nothing: the verdict says so, since that node may hold the cause."""
+    job = JobFacts(job_id="9", nodes=("gpu-p04", "gpu-p05"), state="FAILED", exit_code="1:0", derived_exit_code="0:0",
+                   node_bundles=(("gpu-p04", "ok"), ("gpu-p05", "missing")))
+    ctx = make_context(job)
+    root_cause(ctx, shipped("final.root_cause"))
+    assert ctx.outcome.status == "unattributed"
+    assert "no node bundle arrived from gpu-p05" in ctx.outcome.annotations

@@ -12,6 +12,7 @@ from ...scan import Line, open_evidence
 from ...slurm.parse import parsable_rows
 from ...slurm.states import FAILED_STATES, normalise
 from ..context import EngineContext
+from ..nodes import job_node
 from ..registry import decoder, rule
 
 # Reasons slurmd gives (slurm_errno.c's ESLURMD_* texts and errno strings) for a task launch that the job
@@ -116,6 +117,25 @@ def decode_container_runtime(ctx: EngineContext, sym: Symptom, line: Line, extra
                        "driver the nodes have",)
     elif sym.fields.get("creation") and "nvidia-container-cli" not in text:
         sym.role, sym.strength = "context", 0
+    return True
+
+
+# what srun and slurmstepd print right after a step's OOM report, naming the node it happened on
+_OOM_SIBLING = re.compile(r"srun: error: ([\w.-]{1,128}): tasks? [\d,-]{1,40}: Out Of Memory|"
+                          r"\*\*\* STEP \S{1,40} ON ([\w.-]{1,128}) CANCELLED")
+
+
+@decoder("slurm_oom_node")
+def decode_oom_node(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """slurmstepd's 'Detected N oom_kill event(s) in StepId=J.S' names no node; in a job's combined output
+    the srun or STEP line just after it does (a job node only)."""
+    if sym.node is None:
+        for text in line.iter_following(8):
+            sibling = _OOM_SIBLING.search(text)
+            named = job_node(ctx, sibling.group(1) or sibling.group(2)) if sibling else None
+            if named:
+                sym.node = named
+                break
     return True
 
 
