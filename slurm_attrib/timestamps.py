@@ -228,14 +228,23 @@ def _wall(year: int, month: int, day: int, clock: tuple[int, int, int, int]) -> 
         return None
 
 
-def _in_zone(wall: datetime | None, zone: tzinfo) -> datetime | None:
-    """Attach ``zone`` to a wall-clock time and convert to UTC; None if impossible."""
+def _in_zone(wall: datetime | None, zone: tzinfo, ctx: TimeContext | None = None) -> datetime | None:
+    """Attach ``zone`` to a wall-clock time and convert to UTC; None if impossible. A wall time that the zone
+    shows twice (the hour repeated when daylight saving time ends) has two readings: with a job window in
+    ``ctx``, the one inside it when only one is, else the first."""
     if wall is None:
         return None
     try:
-        return wall.replace(tzinfo=zone).astimezone(_UTC)
+        first = wall.replace(tzinfo=zone).astimezone(_UTC)
+        if ctx is None:
+            return first
+        second = wall.replace(tzinfo=zone, fold=1).astimezone(_UTC)
     except (OverflowError, ValueError):
         return None
+    window = _window(ctx) if second != first else None
+    if window is not None and not window[0] <= first <= window[1] and window[0] <= second <= window[1]:
+        return second
+    return first
 
 
 def _opt(m: re.Match[str], name: str) -> str | None:
@@ -260,7 +269,7 @@ def _absolute(m: re.Match[str], ctx: TimeContext) -> tuple[datetime, tuple[str, 
     wall = _wall(int(m["Y"]), month, int(m["d"]), _clock(m))
     offset = _opt(m, "off")
     if offset is None:
-        time = _in_zone(wall, ctx.zone)
+        time = _in_zone(wall, ctx.zone, ctx)
         return None if time is None else (time, (_zone_note(ctx),))
     zone = _offset_zone(offset)
     time = None if zone is None else _in_zone(wall, zone)
@@ -299,7 +308,7 @@ def _yearless(
     if window is None:
         return None if _wall(2000, month, day, clock) is None else (None, ("year unknown",))
     lo, hi = window
-    inside = _in_zone(_wall(lo.year, month, day, clock), ctx.zone) if hi - lo < _SHORT_WINDOW else None
+    inside = _in_zone(_wall(lo.year, month, day, clock), ctx.zone, ctx) if hi - lo < _SHORT_WINDOW else None
     if inside is not None and lo <= inside <= hi:
         # the usual case, decided without the other years: in a window shorter than a year the year
         # before lies outside it (a tie at distance zero would go to the earlier year) and the year
@@ -307,7 +316,7 @@ def _yearless(
         return inside, (f"year {lo.year} taken from the job window", _zone_note(ctx))
     best: tuple[timedelta, int, datetime] | None = None
     for year in (lo.year - 1, lo.year, lo.year + 1):
-        time = _in_zone(_wall(year, month, day, clock), ctx.zone)
+        time = _in_zone(_wall(year, month, day, clock), ctx.zone, ctx)
         if time is not None and (best is None or _distance(time, lo, hi) < best[0]):
             best = (_distance(time, lo, hi), year, time)
     if best is None:

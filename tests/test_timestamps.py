@@ -767,3 +767,16 @@ def test_a_month_in_the_nodes_locale_is_a_month(line: str, month: int) -> None:
     window = TimeContext(window_start=datetime(2024, 11, 1, tzinfo=UTC), window_end=datetime(2024, 12, 31, tzinfo=UTC))
     stamp = parse_line_time(line, window)
     assert stamp.time is not None and (stamp.time.month, stamp.time.day) == (month, 16)
+
+
+def test_the_repeated_hour_of_a_dst_change_takes_the_reading_inside_the_job() -> None:
+    """New York's 01:20 on the night summer time ends happens twice (05:20Z and 06:20Z): the job window
+    picks the reading it holds, the second for a job that ended at 06:20, the first for one at 05:00-05:30."""
+    zone = zone_from_name("America/New_York")
+    inside = TimeContext(window_start=datetime(2019, 11, 3, 5, 45, tzinfo=UTC),
+                         window_end=datetime(2019, 11, 3, 6, 20, 16, tzinfo=UTC), zone=zone, zone_name="New York")
+    line = "Nov  3 01:20:15 node-01 kernel: Out of memory: Killed process 15784 (python3)"
+    assert parse_line_time(line, inside).time == datetime(2019, 11, 3, 6, 20, 15, tzinfo=UTC)
+    before = TimeContext(window_start=datetime(2019, 11, 3, 5, 0, tzinfo=UTC),
+                         window_end=datetime(2019, 11, 3, 5, 30, tzinfo=UTC), zone=zone, zone_name="New York")
+    assert parse_line_time(line, before).time == datetime(2019, 11, 3, 5, 20, 15, tzinfo=UTC)
