@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, Optional
 
 from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
-from ..timestamps import format_utc
+from ..timestamps import TimeContext, format_utc, parse_iso, parse_line_time
 from .context import EngineContext
 from .params import str_list
+from .ranks import split_rank
 from .registry import rule
-from .timeinfer import latest_time
+from .timeinfer import latest_time, time_context
 
 
 def matches_when(when: dict[str, Any], sym: Symptom) -> bool:
@@ -65,6 +67,10 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     for node, skew in sorted(skews.items()):
         ctx.notes.append(f"{node}'s clock was {-skew:g} s behind the controller's at its Epilog (collection.yaml): "
                          "its lines were placed in the job window with that correction")
+    utc_logs = _utc_application_logs(ctx)
+    for rel in utc_logs:
+        ctx.notes.append(f"{rel}: its stamps carry no zone and fall outside the job window in its node's zone but "
+                         "inside it as UTC (a container's clock): read as UTC")
     unread = 0
     for sym in ctx.active():
         if sym.kind == "job_state":
@@ -92,7 +98,52 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
         counts = ", ".join(f"{n} {source}" for source, n in sorted(dropped.items()))
         ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
                          + (f"; {'; '.join(zones)}" if zones else ""))
-    return sum(dropped.values()) + unread
+    return sum(dropped.values()) + unread + len(utc_logs)
+
+
+def _utc_application_logs(ctx: EngineContext) -> list[str]:
+    """Application logs written in UTC on a node whose zone is local (a container's clock; the kernel's
+    lines keep the node's zone): every stamp of the file carries no zone, lies outside the job window as
+    read in the node's zone, and inside it read as UTC. Their symptoms are moved to the UTC reading."""
+    by_file: dict[str, list[Symptom]] = {}
+    for sym in ctx.active():
+        if sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_APP:
+            by_file.setdefault(sym.evidence[0].file, []).append(sym)
+    moved: list[str] = []
+    for rel, symptoms in sorted(by_file.items()):
+        own = [s for s in symptoms if not s.fields.get("time_inferred")]
+        zone = time_context(ctx, own[0].node).zone if own else None
+        if not own or zone is None or any(ctx.in_window(ctx.job_clock(s)) is not False for s in own):
+            continue
+        as_utc = [replace(s, time=s.time + _offset(s.time, zone)) for s in own if s.time is not None]
+        if all(t.time == s.time for t, s in zip(as_utc, own)) or not all(_zone_less(s, zone) for s in own[:3]):
+            continue
+        if any(ctx.in_window(ctx.job_clock(t)) is not True for t in as_utc):
+            continue
+        for sym in symptoms:
+            assert sym.time is not None
+            shift = _offset(sym.time, zone)
+            sym.time = sym.time + shift
+            sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
+            upper = sym.fields.get("time_upper")
+            when = parse_iso(upper) if isinstance(upper, str) else None
+            if when is not None:
+                sym.fields["time_upper"] = format_utc(when + shift)
+            sym.notes.append("stamp read as UTC: its file's stamps fit the job only so")
+        moved.append(rel)
+    return moved
+
+
+def _offset(when: datetime, zone: Any) -> timedelta:
+    """The zone's offset from UTC at ``when``."""
+    return when.astimezone(zone).utcoffset() or timedelta(0)
+
+
+def _zone_less(sym: Symptom, zone: Any) -> bool:
+    """Whether the symptom's own line has a stamp without a zone or offset (the node's zone was assumed)."""
+    raw = sym.evidence[0].raw if sym.evidence else ""
+    stamp = parse_line_time(split_rank(raw)[1], TimeContext(zone=zone, zone_name="node"))
+    return stamp.time is not None and any(a.startswith("zone ") for a in stamp.assumptions)
 
 
 @rule("filter.pre_start_event")
