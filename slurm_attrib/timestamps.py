@@ -56,7 +56,7 @@ _CJK_MONTH = re.compile(r"(\d{1,2})[月월]")
 
 def _month(name: str) -> int | None:
     """The month number of an abbreviated month name in any of :data:`_MONTH_NAMES`' locales, or None."""
-    cjk = _CJK_MONTH.fullmatch(name)
+    cjk = _CJK_MONTH.fullmatch(name) if name[-1:] in ("月", "월") else None
     if cjk:
         number = int(cjk.group(1))
         return number if 1 <= number <= 12 else None
@@ -236,7 +236,7 @@ def _in_zone(wall: datetime | None, zone: tzinfo, ctx: TimeContext | None = None
         return None
     try:
         first = wall.replace(tzinfo=zone).astimezone(_UTC)
-        if ctx is None:
+        if ctx is None or isinstance(zone, timezone):  # a fixed offset repeats no hour
             return first
         second = wall.replace(tzinfo=zone, fold=1).astimezone(_UTC)
     except (OverflowError, ValueError):

@@ -112,17 +112,17 @@ def _utc_application_logs(ctx: EngineContext) -> list[str]:
     moved: list[str] = []
     for rel, symptoms in sorted(by_file.items()):
         own = [s for s in symptoms if not s.fields.get("time_inferred")]
-        zone = time_context(ctx, own[0].node).zone if own else None
-        if not own or zone is None or any(ctx.in_window(ctx.job_clock(s)) is not False for s in own):
+        if not own or any(ctx.in_window(ctx.job_clock(s)) is not False for s in own):
             continue
-        as_utc = [replace(s, time=s.time + _offset(s.time, zone)) for s in own if s.time is not None]
-        if all(t.time == s.time for t, s in zip(as_utc, own)) or not all(_zone_less(s, zone) for s in own[:3]):
+        zone = time_context(ctx, own[0].node).zone
+        shifts = {id(sym): _offset(sym.time, zone) for sym in symptoms if sym.time is not None}
+        if not any(shifts[id(s)] for s in own) or not all(_zone_less(s, zone) for s in own[:3]):
             continue
-        if any(ctx.in_window(ctx.job_clock(t)) is not True for t in as_utc):
+        if any(ctx.in_window(when + shifts[id(s)]) is not True for s in own if (when := ctx.job_clock(s))):
             continue
         for sym in symptoms:
             assert sym.time is not None
-            shift = _offset(sym.time, zone)
+            shift = shifts[id(sym)]
             sym.time = sym.time + shift
             sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
             upper = sym.fields.get("time_upper")
