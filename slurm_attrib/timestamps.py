@@ -297,12 +297,16 @@ def _distance(t: datetime, lo: datetime, hi: datetime) -> timedelta:
 _SHORT_WINDOW = timedelta(days=300)
 
 
+@lru_cache(maxsize=4096)
 def _yearless(
     month: int, day: int, clock: tuple[int, int, int, int], ctx: TimeContext
 ) -> tuple[datetime | None, tuple[str, ...]] | None:
     """Pick the year that puts a month/day stamp closest to the job window (ties: earlier year).
 
-    Returns None when the date is invalid in every candidate year (treated as no stamp).
+    Returns None when the date is invalid in every candidate year (treated as no stamp). Memoised: a log
+    repeats its stamps (every kernel line of one second, every rank's line of one glog stamp), and the
+    zone's conversion, twice where daylight saving repeats an hour, costs more than the parse; the
+    result depends on nothing but the arguments (the context is frozen).
     """
     window = _window(ctx)
     if window is None:
