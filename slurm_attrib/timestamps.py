@@ -7,6 +7,7 @@ sorted tuple of plain strings so that results are reproducible and explainable.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -16,6 +17,7 @@ from typing import Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
+    "JOURNAL_RECORD_FORMATS",
     "PREFIX_LIMIT",
     "SYSLOG_FORMATS",
     "ParsedStamp",
@@ -27,13 +29,20 @@ __all__ = [
     "zone_from_name",
 ]
 
-SYSLOG_FORMATS = ("rfc3164", "journal_short_precise", "journal_short_iso", "rfc3339")
+SYSLOG_FORMATS = ("rfc3164", "journal_short_precise", "journal_short_iso", "rfc3339", "journal_short_full",
+                  "journal_short_unix", "rfc5424")
 """The formats whose lines read ``time host tag: message`` (:attr:`ParsedStamp.tag` is the program)."""
+
+JOURNAL_RECORD_FORMATS = ("journal_json", "journal_field")
+"""Lines that are one field of a journal record (``journalctl -o json``'s object, ``-o export`` / ``-o verbose``'s
+``MESSAGE=`` line): the record's own fields name the program (``_TRANSPORT``, ``SYSLOG_IDENTIFIER``), and
+:attr:`ParsedStamp.tag` is ``kernel`` only when the journal took the message from the kernel."""
 
 PREFIX_LIMIT = 256
 """Only this many leading characters of a line are examined, so cost does not grow with line length."""
 
 _UTC = timezone.utc
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # Abbreviated month names as strftime's %b writes them (glibc's abmon) in the locales cluster nodes run:
 # journald, rsyslog and dmesg -T print the node's locale. Keys are lower case without a trailing dot;
 # Chinese, Japanese and Korean write the number and 月 / 월.
@@ -140,8 +149,8 @@ _RE_TALOS = re.compile(
 _RE_DMESG_ISO = re.compile(
     _LEAD + r"(?:[a-z]+ *: *[a-z]+ *: +)?" + _DATE + "T" + _CLOCK + r",(?P<f>\d+)" + _OFFSET + _END
 )
-_RE_ISO_HOST = re.compile(
-    _LEAD + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET + " (?!" + _LEVEL_WORD + ")" + _HOST_TAG
+_RE_ISO_HOST = re.compile(  # rsyslog's RSYSLOG_ForwardFormat puts the priority first ("<3>2024-11-23T00:50:02...")
+    _LEAD + _PRIORITY + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET + " (?!" + _LEVEL_WORD + ")" + _HOST_TAG
 )
 # vLLM's logger: "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] %(message)s" with datefmt "%m-%d %H:%M:%S"
 # (newer releases "[file:line] "): no year, local time
@@ -153,8 +162,30 @@ _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" 
 # the colon: TensorFlow's and absl's C++ logging, "2019-08-26 18:41:15.943905: E tensorflow/...:828] msg"
 _RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?:?" + _END)
 _RE_RFC3164 = re.compile(
-    _LEAD + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
+    _LEAD + _PRIORITY + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
 )
+# journalctl -o short-full / with-unit ("Sat 2024-11-16 19:24:11 UTC EVE kernel: msg": weekday, date, clock
+# and the zone's abbreviation) and the head line of an -o verbose record, which names the entry's cursor
+# instead of a host ("Sat 2025-05-24 02:00:22.760083 UTC [s=7a3e...;i=8c21;b=...;m=...;t=...;x=...]")
+_RE_JOURNAL_FULL = re.compile(
+    _LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _DATE + " " + _CLOCK + _DOT_FRAC
+    + r"(?: (?P<zn>[A-Za-z]{1,6}|[+-]\d{2}(?::?\d{2})?))? +"
+    + r"(?:(?P<cursor>\[s=[0-9a-f]{1,64};i=[0-9a-f]{1,16};)[^\]\s]{0,200}\]?[ \t]*|" + _HOST_TAG + ")"
+)
+# journalctl -o short-unix: seconds since the epoch, then host and tag ("1722253127.470994 worker4 kernel: ")
+_RE_EPOCH_HOST = re.compile(_LEAD + r"(?P<epoch>\d{10})\.(?P<f>\d{1,9}) " + _HOST_TAG)
+# RFC 5424 (rsyslog's RSYSLOG_SyslogProtocol23Format, syslog-ng, `logger --rfc5424`): "<PRI>1 TIMESTAMP HOST
+# APP-NAME PROCID MSGID STRUCTURED-DATA MSG"; "-" stands for a field left out. APP-NAME is the program.
+_RE_RFC5424 = re.compile(
+    _LEAD + r"(?:<(?P<pri>\d{1,3})>)?1 " + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET
+    + r" (?P<host>\S{1,255}) (?P<tag>\S{1,48}) \S{1,128} \S{1,32} (?:-|(?:\[(?:[^\]\\]|\\.){0,512}\])+)(?: |\Z)"
+)
+# -o export and -o verbose: one field per line, a blank line (export) or the head line (verbose) between
+# records; the record's time is its __REALTIME_TIMESTAMP (microseconds since the epoch) or its head line
+_RE_JOURNAL_FIELD = re.compile(_LEAD + r"(?:__REALTIME_TIMESTAMP=(?P<realtime>\d{1,20})[ \t]*\Z|MESSAGE=)")
+# -o json: one object per line
+_RE_JOURNAL_JSON = re.compile(r'[ \t]*\{[ \t]*"')
+JOURNAL_JSON_MAX = 1 << 16  # a longer line is not read as a journal object
 
 # What a collection tool writes before each line it hands on: pdsh, clush or ``ssh node dmesg | sed`` the
 # host ("node-03: [ 12.5] NVRM: ..."), grep over several files the file's name and, with -n, the line number
@@ -435,6 +466,99 @@ def _h_rfc3164(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | N
     return _stamp(fmt, m, line, resolved[0], resolved[1], host=host, uptime=_uptime_of(m), tag=m["tag"])
 
 
+def _h_journal_full(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``journalctl -o short-full`` / ``with-unit`` ``Sat 2024-11-16 19:24:11 UTC host tag: msg`` and the head line
+    of an ``-o verbose`` record: a full date in the zone whose abbreviation follows it. UTC/GMT and numeric
+    offsets are read; another abbreviation is ambiguous (CST), so the node's zone stands for it."""
+    wall = _wall(int(m["Y"]), int(m["mo"]), int(m["d"]), _clock(m))
+    name = m["zn"]
+    notes: tuple[str, ...] = ()
+    if name is not None and name.upper() in _UTC_NAMES:
+        time = _in_zone(wall, _UTC)
+    elif name is not None and name[:1] in "+-":
+        zone = _offset_zone(name)
+        time = None if zone is None else _in_zone(wall, zone)
+    else:
+        time = _in_zone(wall, ctx.zone, ctx)
+        notes = (_zone_note(ctx), *((f"zone abbreviation {name} not used",) if name else ()))
+    if time is None:
+        return None
+    if m["cursor"] is not None:
+        return _stamp("journal_verbose", m, line, time, notes)
+    return _stamp("journal_short_full", m, line, time, notes, host=m["host"], uptime=_uptime_of(m), tag=m["tag"])
+
+
+def _h_epoch_host(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``journalctl -o short-unix`` ``1722253127.470994 host tag: msg``: seconds since the epoch, UTC."""
+    time = _EPOCH + timedelta(seconds=int(m["epoch"]), microseconds=_micros(m["f"]))
+    return _stamp("journal_short_unix", m, line, time, host=m["host"], uptime=_uptime_of(m), tag=m["tag"])
+
+
+def _h_rfc5424(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """RFC 5424 ``<PRI>1 TIMESTAMP HOST APP-NAME PROCID MSGID SD MSG``: APP-NAME is the program's tag; a left-out
+    one (``-``) is the kernel's only when the priority's facility is kern (0)."""
+    resolved = _absolute(m, ctx)
+    if resolved is None:
+        return None
+    tag: str | None = m["tag"]
+    if tag == "-":
+        tag = "kernel" if m["pri"] is not None and int(m["pri"]) >> 3 == 0 else None
+    host = None if m["host"] == "-" else m["host"]
+    return _stamp("rfc5424", m, line, resolved[0], resolved[1], host=host, tag=tag)
+
+
+def _h_journal_field(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """A field line of ``journalctl -o export`` / ``-o verbose``: ``__REALTIME_TIMESTAMP=`` says when the record
+    was written; a ``MESSAGE=`` line carries no time of its own (its record's lines say when and who)."""
+    realtime = m["realtime"]
+    if realtime is None:
+        return _stamp("journal_field", m, line, None)
+    return _stamp("journal_export", m, line, _EPOCH + timedelta(microseconds=int(realtime)))
+
+
+def _h_journal_json(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """``journalctl -o json``: one object per line; the message is its MESSAGE, the time its
+    __REALTIME_TIMESTAMP, the host its _HOSTNAME and the program what :func:`journal_tag` makes of it."""
+    if len(line) > JOURNAL_JSON_MAX:
+        return None
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    realtime = entry.get("__REALTIME_TIMESTAMP") if isinstance(entry, dict) else None
+    message = journal_text(entry.get("MESSAGE")) if isinstance(entry, dict) else None
+    if not isinstance(realtime, str) or not realtime.isdecimal() or len(realtime) > 20 or message is None:
+        return None
+    host = entry.get("_HOSTNAME")
+    return ParsedStamp(_EPOCH + timedelta(microseconds=int(realtime)), message, "journal_json",
+                       host if isinstance(host, str) else None, None, (), journal_tag(entry))
+
+
+def journal_tag(fields: dict[str, object]) -> str | None:
+    """The program a journal record came from: ``kernel`` only when the journal read it from the kernel
+    (``_TRANSPORT=kernel``). Any other transport is a program's, whatever its SYSLOG_IDENTIFIER says
+    (``logger -t kernel`` sets that): its identifier, command or transport, never the bare word ``kernel``.
+    A record without a transport (a hand-made export) names its identifier, or nothing."""
+    transport = fields.get("_TRANSPORT")
+    if transport == "kernel":
+        return "kernel"
+    named = next((v for v in (fields.get("SYSLOG_IDENTIFIER"), fields.get("_COMM")) if isinstance(v, str) and v), None)
+    if not isinstance(transport, str):
+        return named
+    tag = named or transport
+    return f"{tag}({transport})" if tag == "kernel" else tag
+
+
+def journal_text(value: object) -> str | None:
+    """A journal field's text: a string, or the list of byte values journalctl writes for one that is not
+    valid UTF-8."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(b, int) and 0 <= b < 256 for b in value):
+        return bytes(value).decode("utf-8", "replace")
+    return None
+
+
 def _yearless_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
     """Handler for formats with a numeric month ``mo`` and day ``d`` but no year (local time): glog / c10
     ``[E1120 10:30:55.201344 tid file:line] msg``, vLLM ``ERROR 08-29 02:03:28 [core.py:700] msg``."""
@@ -459,6 +583,8 @@ _Handler = Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]
 # the last is text the line's head must contain ("" when none). A gate only skips a pattern that could
 # not match, so the first format that matches still wins; it spares a line up to a dozen failed regexes.
 _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
+    (_RE_JOURNAL_JSON, re.compile(r"\{"), '"__REALTIME_TIMESTAMP"', _h_journal_json),
+    (_RE_JOURNAL_FIELD, re.compile(r"[_M]"), "", _h_journal_field),
     (_RE_DMESG_UPTIME, re.compile(r"[<\[a-z]"), "", _h_dmesg_uptime),
     (_RE_DMESG_CTIME, re.compile(r"[<\[a-z]"), "", _ctime_handler("dmesg_ctime")),
     (_RE_DMESG_RELTIME, re.compile(r"\["), "", _h_dmesg_reltime),
@@ -468,12 +594,15 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_GLOG_NOTIME, re.compile(r"\["), "", _h_glog_notime),
     (_RE_TALOS, re.compile(r"\S"), ": [", _h_talos),
     (_RE_DMESG_ISO, re.compile(r"[a-z\d]"), "", _absolute_handler("dmesg_iso")),
-    (_RE_ISO_HOST, re.compile(r"\d"), "", _h_iso_host),
+    (_RE_RFC5424, re.compile(r"[<1]"), "", _h_rfc5424),
+    (_RE_EPOCH_HOST, re.compile(r"\d"), "", _h_epoch_host),
+    (_RE_ISO_HOST, re.compile(r"[<\d]"), "", _h_iso_host),
     (_RE_PYTHON_LOGGING, re.compile(r"\d"), "", _absolute_handler("python_logging")),
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
     (_RE_VLLM, re.compile(r"[DIWEC]"), "", _yearless_handler("vllm")),
+    (_RE_JOURNAL_FULL, re.compile(r"[MTWFS]"), "", _h_journal_full),
     (_RE_CTIME, re.compile(r"[MTWFS]"), "", _ctime_handler("ctime")),
-    (_RE_RFC3164, re.compile(r"[^\W_]"), "", _h_rfc3164),  # a month in any script, or 11月
+    (_RE_RFC3164, re.compile(r"<|[^\W_]"), "", _h_rfc3164),  # a month in any script, or 11月
 )
 
 

@@ -262,6 +262,51 @@ def test_syslog_tag_names_the_program_that_wrote_the_line(line: str, tag: str | 
     assert (parsed.tag, parsed.message) == (tag, message)
 
 
+JOURNAL_CASES = [
+    pytest.param("Sat 2024-11-16 19:24:11 UTC EVE kernel: NVRM: Xid 79", "journal_short_full",
+                 "2024-11-16T19:24:11", "EVE", "kernel", "NVRM: Xid 79", id="short-full"),
+    pytest.param("Sat 2024-11-16 19:24:11 +0100 EVE kernel: msg", "journal_short_full",
+                 "2024-11-16T18:24:11", "EVE", "kernel", "msg", id="short-full-offset"),
+    pytest.param("Sat 2024-11-16 19:24:11 UTC EVE alice[31337]: NVRM: Xid 79", "journal_short_full",
+                 "2024-11-16T19:24:11", "EVE", "alice[31337]", "NVRM: Xid 79", id="short-full-user"),
+    pytest.param("Sat 2025-05-24 02:00:22.760083 UTC [s=7a3e9c1d;i=8c21;b=b2f1;m=cad8;t=635d;x=7f3e1]",
+                 "journal_verbose", "2025-05-24T02:00:22.760083", None, None, "", id="verbose-head"),
+    pytest.param("1722253127.470994 worker4 kernel: NVRM: Xid 48", "journal_short_unix",
+                 "2024-07-29T11:38:47.470994", "worker4", "kernel", "NVRM: Xid 48", id="short-unix"),
+    pytest.param('<13>1 2024-11-23T00:50:02.123456+00:00 EVE alice - - [timeQuality tzKnown="1"] NVRM: Xid 79',
+                 "rfc5424", "2024-11-23T00:50:02.123456", "EVE", "alice", "NVRM: Xid 79", id="rfc5424-user"),
+    pytest.param("<3>1 2024-11-23T01:50:02+01:00 EVE kernel - - - NVRM: Xid 79", "rfc5424",
+                 "2024-11-23T00:50:02", "EVE", "kernel", "NVRM: Xid 79", id="rfc5424-kernel"),
+    pytest.param("<3>1 2024-11-23T00:50:02Z EVE - - - - NVRM: Xid 79", "rfc5424",
+                 "2024-11-23T00:50:02", "EVE", "kernel", "NVRM: Xid 79", id="rfc5424-kern-facility"),
+    pytest.param("<3>2024-11-23T00:50:02.000000+00:00 EVE kernel: NVRM: Xid 79", "rfc3339",
+                 "2024-11-23T00:50:02", "EVE", "kernel", "NVRM: Xid 79", id="rsyslog-forward"),
+    pytest.param("__REALTIME_TIMESTAMP=1714395341678628", "journal_export", "2024-04-29T12:55:41.678628", None,
+                 None, "", id="export-realtime"),
+    pytest.param("    MESSAGE=nfs: server 10.0.0.1 not responding", "journal_field", None, None, None,
+                 "nfs: server 10.0.0.1 not responding", id="export-message"),
+    pytest.param('{"__CURSOR":"s=5f;i=3c","__REALTIME_TIMESTAMP":"1732323002204117","_TRANSPORT":"kernel",'
+                 '"_HOSTNAME":"EVE","MESSAGE":"NVRM: Xid 79"}', "journal_json", "2024-11-23T00:50:02.204117", "EVE",
+                 "kernel", "NVRM: Xid 79", id="json-kernel"),
+    pytest.param('{"__CURSOR":"s=5f;i=3c","__REALTIME_TIMESTAMP":"1732323002204117","_TRANSPORT":"journal",'
+                 '"_COMM":"dockerd","SYSLOG_IDENTIFIER":"3f2a1b0c9d8e","MESSAGE":"NVRM: Xid 79"}', "journal_json",
+                 "2024-11-23T00:50:02.204117", None, "3f2a1b0c9d8e", "NVRM: Xid 79", id="json-container"),
+    pytest.param('{"__CURSOR":"s=5f","__REALTIME_TIMESTAMP":"1732323002204117","_TRANSPORT":"syslog",'
+                 '"SYSLOG_IDENTIFIER":"kernel","MESSAGE":[78,86,82,77]}', "journal_json",
+                 "2024-11-23T00:50:02.204117", None, "kernel(syslog)", "NVRM", id="json-logger-as-kernel"),
+]
+
+
+@pytest.mark.parametrize(("line", "fmt", "expected", "host", "tag", "message"), JOURNAL_CASES)
+def test_journal_and_syslog_protocol_formats(line: str, fmt: str, expected: str | None, host: str | None,
+                                             tag: str | None, message: str) -> None:
+    """journalctl's short-full, short-unix, verbose, export and json outputs, RFC 5424 and rsyslog's forward
+    format: the time, the host and the program that wrote the line (only the kernel's transport is `kernel`)."""
+    parsed = parse_line_time(line, TimeContext())
+    assert (parsed.fmt, parsed.time, parsed.host, parsed.tag, parsed.message) == (
+        fmt, _utc(expected) if expected else None, host, tag, message)
+
+
 # --- lines that carry no (supported) stamp -------------------------------------------------------------
 
 NO_STAMP_LINES = [

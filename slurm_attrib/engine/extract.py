@@ -21,7 +21,16 @@ from ..model import (
 )
 from ..ruleset import Rule
 from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream, will_count
-from ..timestamps import SYSLOG_FORMATS, ParsedStamp, TimeContext, format_utc, parse_iso
+from ..timestamps import (
+    JOURNAL_RECORD_FORMATS,
+    SYSLOG_FORMATS,
+    ParsedStamp,
+    TimeContext,
+    format_utc,
+    journal_tag,
+    parse_iso,
+    parse_line_time,
+)
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
@@ -240,7 +249,12 @@ class KernelLines:
         """TRUST_KERNEL or TRUST_UNVERIFIED, or None (refused; counted for the coverage notes)."""
         tag = stamp.tag
         verified = self.trusted_file
-        if stamp.fmt in SYSLOG_FORMATS and tag != "kernel":
+        if stamp.fmt in JOURNAL_RECORD_FORMATS and tag != "kernel":
+            if tag is not None:  # the journal says which program wrote the record, wherever the match lies
+                self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
+                return None
+            verified = False
+        elif stamp.fmt in SYSLOG_FORMATS and tag != "kernel":
             if tag is not None and match_start >= len(text) - len(stamp.message):
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
@@ -270,8 +284,11 @@ def _short(text: str) -> str:
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
 # The head of a kernel line that carries a time stamp in a form no format reads (a month in a locale the
 # table lacks, a 12-hour clock, a date order of its own): a word or date, then a clock, at the line's start
-_STAMP_SHAPED = re.compile(r"\s*(?:\[\s*)?(?:\S{1,12}\.? +\d{1,2},? +|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ T]|"
-                           r"\S{1,6} +\S{1,12}\.? +\d{1,2} +)\d{1,2}:\d{2}(?::\d{2})?\b")
+# (or a record whose head no format reads: a syslog priority before a date or version, seconds since the
+# epoch, a JSON object)
+_STAMP_SHAPED = re.compile(r"\s*(?:<\d{1,3}>\d|\{\s*\"|\d{9,11}\.\d{1,9}\s|"
+                           r"(?:\[\s*)?(?:\S{1,12}\.? +\d{1,2},? +|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ T]|"
+                           r"\S{1,6} +\S{1,12}\.? +\d{1,2} +)\d{1,2}:\d{2}(?::\d{2})?\b)")
 
 
 class _LineHandler:
@@ -354,6 +371,8 @@ class _LineHandler:
 
     def _stamp(self, line: Line, text: str, stream: Optional[Stream]) -> ParsedStamp:
         stamp = self.stamps.stamp(text)
+        if stamp.fmt == "journal_field":
+            return journal_record(line, stamp, self.timectx)
         if stamp.time is None and self.app:
             shipped = shipped_stamp(line.text)
             if shipped:  # the program's line had no time of its own: the shipper's says when it was read
@@ -406,6 +425,40 @@ class _LineHandler:
         self.ctx.symptoms.append(sym)
         self.ctx.fired[rule.id] += 1
         self.found += 1
+
+
+_JOURNAL_FIELD = re.compile(r"[ \t]*([A-Z_][A-Z0-9_]{0,63})=(.*)")
+JOURNAL_RECORD_LINES = 120  # a record of journalctl -o export / verbose is read no further either way
+
+
+def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
+    """The ``MESSAGE=`` line of a ``journalctl -o export`` or ``-o verbose`` record, with what its record says:
+    when (``__REALTIME_TIMESTAMP``, else the verbose head line), on which host (``_HOSTNAME``) and from which
+    program (:func:`~slurm_attrib.timestamps.journal_tag`). A record ends at a blank line (export) or at a
+    line that is no field (the next verbose head)."""
+    fields: dict[str, object] = {}
+    head: Optional[ParsedStamp] = None
+    for text in line.preceding(JOURNAL_RECORD_LINES):
+        found = _JOURNAL_FIELD.match(text)
+        if found is None:
+            if text.strip():
+                head = parse_line_time(text, timectx)
+            break
+        fields.setdefault(found.group(1), found.group(2))
+        if found.group(1) == "__CURSOR":
+            break
+    for text in line.iter_following(JOURNAL_RECORD_LINES):
+        found = _JOURNAL_FIELD.match(text)
+        if found is None or found.group(1) == "__CURSOR":
+            break
+        fields.setdefault(found.group(1), found.group(2))
+    realtime = fields.get("__REALTIME_TIMESTAMP")
+    time = head.time if head is not None and head.fmt == "journal_verbose" else None
+    if isinstance(realtime, str) and realtime.isdecimal() and len(realtime) <= 20:
+        time = parse_line_time(f"__REALTIME_TIMESTAMP={realtime}", timectx).time
+    host = fields.get("_HOSTNAME")
+    return ParsedStamp(time=time, message=stamp.message, fmt=stamp.fmt, host=host if isinstance(host, str) else None,
+                       uptime=None, assumptions=stamp.assumptions, tag=journal_tag(fields))
 
 
 def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:

@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
@@ -25,19 +25,42 @@ def matches_when(when: dict[str, Any], sym: Symptom) -> bool:
     Keys: ``kind``, ``role``, ``category``, ``source`` (lists or single values), ``fields``
     (field → value or list of values) and ``regex`` (field → regular expression, ``raw`` for the line).
     """
-    for key in ("kind", "role", "category"):
-        if key in when and getattr(sym, key) not in _as_list(when[key]):
+    return when_matcher(when)(sym)
+
+
+_MATCHERS: dict[int, tuple[dict[str, Any], Callable[[Symptom], bool]]] = {}
+
+
+def when_matcher(when: dict[str, Any]) -> Callable[[Symptom], bool]:
+    """:func:`matches_when` for one ``when`` section, its lists and patterns read once: a filter rule asks
+    it of every symptom (21,000 in a loud cascade). Kept per section object (a rule's, loaded once)."""
+    found = _MATCHERS.get(id(when))
+    if found is not None and found[0] is when:
+        return found[1]
+    wanted = [(key, tuple(_as_list(when[key]))) for key in ("kind", "role", "category") if key in when]
+    sources = tuple(_as_list(when["source"])) if "source" in when else None
+    fields = [(name, tuple(_as_list(value))) for name, value in (when.get("fields") or {}).items()]
+    patterns = [(name, re.compile(str(pattern))) for name, pattern in (when.get("regex") or {}).items()]
+
+    def matcher(sym: Symptom) -> bool:
+        for key, values in wanted:
+            if getattr(sym, key) not in values:
+                return False
+        if sources is not None and (not sym.evidence or sym.evidence[0].source not in sources):
             return False
-    if "source" in when and (not sym.evidence or sym.evidence[0].source not in _as_list(when["source"])):
-        return False
-    for name, wanted in (when.get("fields") or {}).items():
-        if sym.fields.get(name) not in _as_list(wanted):
-            return False
-    for name, pattern in (when.get("regex") or {}).items():
-        value = sym.evidence[0].raw if name == "raw" and sym.evidence else sym.fields.get(name)
-        if not isinstance(value, str) or not re.search(str(pattern), value):
-            return False
-    return True
+        for name, values in fields:
+            if sym.fields.get(name) not in values:
+                return False
+        for name, pattern in patterns:
+            value = sym.evidence[0].raw if name == "raw" and sym.evidence else sym.fields.get(name)
+            if not isinstance(value, str) or not pattern.search(value):
+                return False
+        return True
+
+    if len(_MATCHERS) >= 1024:  # rulesets reloaded again and again (a long-lived service): start afresh
+        _MATCHERS.clear()
+    _MATCHERS[id(when)] = (when, matcher)
+    return matcher
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -47,9 +70,10 @@ def _as_list(value: Any) -> list[Any]:
 def run_declarative_filter(ctx: EngineContext, rule_: Rule) -> int:
     """A YAML filter rule: drop every active symptom matching ``when``, with ``reason``."""
     reason = str(rule_.raw.get("reason", rule_.title))
+    matches = when_matcher(rule_.raw["when"])
     count = 0
     for sym in ctx.active():
-        if matches_when(rule_.raw["when"], sym):
+        if matches(sym):
             sym.dropped = f"{reason} ({rule_.id})"
             count += 1
     return count

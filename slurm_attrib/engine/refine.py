@@ -137,11 +137,14 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     hardware = sorted((s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure"
                        and s.evidence and s.evidence[0].source == "kernel" and s.strength >= threshold),
                       key=Symptom.sort_key)  # sorted once: the loop below changes only app symptoms
+    if not hardware:
+        return 0
+    max_gap_s = float(rule_.params.get("max_gap_s", 300))
     count = 0
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
             continue
-        cause = _hardware_before(ctx, hardware, sym, float(rule_.params.get("max_gap_s", 300)), lost)
+        cause = _hardware_before(ctx, hardware, sym, max_gap_s, lost)
         if cause is not None:
             sym.role, sym.supports = "cascade", cause.id
             sym.notes.append(f"explained by {cause.kind} on {cause.node} ({cause.id})")
@@ -178,15 +181,17 @@ def _hardware_before(ctx: EngineContext, hardware: list[Symptom], sym: Symptom,
     A fault that took the GPU away may also come up to ``lost.after`` later than an error that names no
     cause: the application's clock and the kernel's are not the same clock."""
     skew = ctx.tolerance(ctx.settings.skew_s)
-    latest = latest_time(sym)
+    latest: Optional[datetime] = None
     for cause in hardware:
         if not ctx.causal.explains(cause, sym):
             continue
         if cause.time is None or sym.time is None:
             return cause
-        too_old = cause.time < sym.time - ctx.tolerance(max_gap_s)
+        if cause.time < sym.time - ctx.tolerance(max_gap_s):
+            continue  # too old
+        latest = latest or latest_time(sym)
         allowed = max(skew, lost.after) if lost.covers(cause, sym) else skew
-        if not too_old and (latest is None or cause.time <= latest + allowed):
+        if latest is None or cause.time <= latest + allowed:
             return cause
     return None
 

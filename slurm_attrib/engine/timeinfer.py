@@ -4,6 +4,7 @@ the following one)."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Optional
 
@@ -177,5 +178,12 @@ def latest_time(sym: Symptom) -> Optional[datetime]:
     line (the next stamped line of the same rank); None when an unstamped line has no bound."""
     upper = sym.fields.get("time_upper")
     if isinstance(upper, str):
-        return parse_iso(upper)
+        return _upper_time(upper)
     return None if sym.fields.get("time_inferred") else sym.time
+
+
+@functools.lru_cache(maxsize=1024)
+def _upper_time(text: str) -> Optional[datetime]:
+    """:func:`parse_iso` of a ``time_upper`` field: a burst of unstamped lines shares a few bounds, and the
+    refine and outcome phases ask for each symptom's again and again."""
+    return parse_iso(text)
