@@ -26,6 +26,10 @@ _JOB_REASONS = re.compile(r"No such file or directory|Permission denied|Exec for
 # Slurm could not lay the tasks out on the node's CPUs ("this should never happen" beside it): the job's
 # distribution request or Slurm's own binding logic; the line does not say which, and it is not the node.
 _LAYOUT_REASONS = re.compile(r"Unable to layout tasks on given cpus", re.IGNORECASE)
+# The credential outlived its lifetime (slurm.conf AuthInfo cred_expire, 120 s by default) between the
+# controller signing it and the node reading it: one clock or the other is off, a prolog ran longer than the
+# lifetime, or a controller flooded with steps handed it out late. Slurm's, not this node's alone.
+_EXPIRED_REASONS = re.compile(r"Job credential (?:expired|replayed)", re.IGNORECASE)
 # The job was already over when its step launched (cancelled, timed out): a consequence, not a cause.
 _ENDED_REASONS = re.compile(r"Job credential revoked|Job step not running|Job step already exists|"
                             r"Job/step already completing|Kill job already complete", re.IGNORECASE)
@@ -34,7 +38,8 @@ _ENDED_REASONS = re.compile(r"Job credential revoked|Job step not running|Job st
 @decoder("slurm_launch_reason")
 def decode_launch_reason(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A launch that failed for the job's own program or request is an application error on that node;
-    one refused because the job had already ended explains nothing."""
+    one refused because the job had already ended explains nothing; an expired credential is Slurm's,
+    without a culprit node."""
     reason = str(sym.fields.get("reason", ""))
     if _JOB_REASONS.search(reason):
         sym.category, sym.responsible, sym.strength = "application", "workload", 55
@@ -42,6 +47,31 @@ def decode_launch_reason(ctx: EngineContext, sym: Symptom, line: Line, extra: di
         sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
     elif _ENDED_REASONS.search(reason):
         sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
+    elif _EXPIRED_REASONS.search(reason):
+        sym.responsible = "unknown"
+        sym.notes.append("an expired credential: the controller's or this node's clock, a prolog longer than "
+                         "the credential's lifetime, or a controller that launched the step late; not the node alone")
+    return True
+
+
+# Reasons the controller gives for a step it could not create that are its own, not the step's request
+# (slurm_errno.c): its credential signing, an internal error, a standby backup, the interconnect plugin,
+# and the RPC between srun and slurmctld failing or refused
+_CONTROLLER_STEP_REASONS = re.compile(
+    r"Error generating job credential|Slurm internal error|backup controller in standby mode|"
+    r"Error configuring interconnect|Communication connection failure|Zero Bytes were transmitted or received|"
+    r"Protocol authentication error|Incompatible versions of client and server code|Insane message length",
+    re.IGNORECASE)
+
+
+@decoder("slurm_step_create_reason")
+def decode_step_create_reason(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A step the controller could not create for a reason of its own is Slurm's setup (node_failure, no
+    node blamed); any other reason is the step's request, the job's."""
+    if _CONTROLLER_STEP_REASONS.search(str(sym.fields.get("reason", ""))):
+        sym.category, sym.responsible, sym.strength = "node_failure", "unknown", 50
+        sym.actions = ["read slurmctld's log at the step's time (credential signing, the controller's health, "
+                       "munge and Slurm versions between srun's host and the controller)"]
     return True
 
 
