@@ -133,6 +133,12 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     missing = [node for node, state in ctx.job.node_bundles if state == "missing"]
     if missing:  # a node whose evidence never arrived may hold the cause the others only echo
         notes.append("no node bundle arrived from " + ", ".join(missing))
+    if _succeeded(ctx, str_list(rule_, "success_states")) and ctx.leaders:
+        # a job that ended well failed at nothing: what it met is worth a look on the node, not a verdict
+        return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
+                       culprit_nodes=[], summary="the job did not fail; nothing to attribute",
+                       annotations=[*notes, *(f"seen during the job, not a failure: {_describe(s)}"
+                                              for s in ctx.leaders)])
     near = _near_window_faults(ctx)
     if near:
         leaders = [*ctx.leaders, *near]
@@ -212,11 +218,17 @@ def _common(symptoms: list[Symptom], attr: str) -> str:
     return values.pop() if len(values) == 1 else "unknown"
 
 
+def _succeeded(ctx: EngineContext, success_states: tuple[str, ...]) -> bool:
+    """The job ended in a success state with exit 0, its steps' worst exit included."""
+    job = ctx.job
+    return job.state in success_states and job.exit_code in ("0:0", "0") and job.derived_exit_code in ("0:0", "0")
+
+
 def _unattributed_summary(ctx: EngineContext, success_states: tuple[str, ...]) -> str:
     """Why nothing was attributed; a job that ended in a success state with exit 0 did not fail (a job
     still RUNNING or COMPLETING has not ended, so it never did "not fail")."""
     job = ctx.job
-    if job.state in success_states and job.exit_code in ("0:0", "0") and job.derived_exit_code in ("0:0", "0"):
+    if _succeeded(ctx, success_states):
         return "the job did not fail; nothing to attribute"
     cascades = [s for s in ctx.active() if s.role == "cascade"]
     if cascades:
