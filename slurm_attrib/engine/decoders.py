@@ -462,3 +462,31 @@ def decode_desync(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     if nodes:
         sym.fields["lagging_nodes"] = nodes
     return True
+
+
+# Horovod before 0.20: "<tensor> [missing ranks: 0, 1]"; since: "Missing ranks:" / "Stalled ranks:", then "3: [...]"
+_STALL_OP_RANKS = re.compile(r"\[missing ranks: ?([\d, ]{1,4000})\]")
+_STALL_RANK_ROW = re.compile(r"^\s*(\d{1,7})!?: \[")
+
+
+@decoder("collective_stall")
+def decode_collective_stall(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Horovod's (and BlueFog's) stall report lists the ranks that have not submitted the stalled tensors,
+    on the lines after it: they are where to look (``lagging_nodes``), not a verdict."""
+    ranks: set[int] = set()
+    for text in line.following(40):
+        body = split_rank(text)[1]
+        found = _STALL_OP_RANKS.search(body)
+        row = _STALL_RANK_ROW.match(body)
+        if found:
+            ranks.update(int(r) for r in re.findall(r"\d+", found.group(1)))
+        elif row:
+            ranks.add(int(row.group(1)))
+        elif body.strip() not in ("", "Stalled ops:", "Missing ranks:", "Stalled ranks:"):
+            break
+    if ranks:
+        sym.fields["lagging_ranks"] = sorted(ranks)
+        nodes = sorted({n for n in (ctx.job.rank_node(r) for r in ranks) if n})
+        if nodes:
+            sym.fields["lagging_nodes"] = nodes
+    return True
