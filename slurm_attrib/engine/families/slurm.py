@@ -70,8 +70,8 @@ def decode_step_create_reason(ctx: EngineContext, sym: Symptom, line: Line, extr
     node blamed); any other reason is the step's request, the job's."""
     if _CONTROLLER_STEP_REASONS.search(str(sym.fields.get("reason", ""))):
         sym.category, sym.responsible, sym.strength = "node_failure", "unknown", 50
-        sym.actions = ["read slurmctld's log at the step's time (credential signing, the controller's health, "
-                       "munge and Slurm versions between srun's host and the controller)"]
+        sym.actions = ("read slurmctld's log at the step's time (credential signing, the controller's health, "
+                       "munge and Slurm versions between srun's host and the controller)",)
     return True
 
 
