@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import IO, Any, Callable, Optional, Protocol
 
 from .safeio import open_regular
@@ -226,9 +227,14 @@ class _Segment:
     def offset_of(self, index: int) -> int:
         extra = 0
         if self.skips:
-            at = bisect.bisect_right([s[0] for s in self.skips], index) - 1
+            at = bisect.bisect_right(self._skip_at, index) - 1
             extra = self.skips[at][1] if at >= 0 else 0
         return self.base_offset + index + extra
+
+    @cached_property
+    def _skip_at(self) -> list[int]:
+        """The skips' buffer indexes, for bisection: a coloured log has a skip per escape sequence."""
+        return [at for at, _ in self.skips]
 
 
 def _emit_hits(seg: _Segment, prefilter: Prefilter, on_line: Callable[[Line], None], st: ScanStats) -> None:
@@ -322,10 +328,26 @@ class _BlockReader:
             self._st.error = f"read stopped: {exc}"
             self._failed = True
         data = b"".join(pieces)
+        for _ in range(8):  # a block that ends inside a control sequence takes the rest of it
+            if self._failed or not _CSI_OPEN.search(data, max(0, len(data) - 40)):
+                break
+            more = self._finish_escape()
+            if not more:
+                break
+            data += more
         self._st.bytes += len(data)
         if b"\x00" in data:
             self._st.nul_bytes += data.count(b"\x00")
         return data
+
+    def _finish_escape(self) -> bytes:
+        """The few bytes that end a control sequence a block's last read cut in two (so it can be cut whole)."""
+        try:
+            return self._stream.read(8) or b""
+        except (OSError, EOFError) as exc:
+            self._st.error = f"read stopped: {exc}"
+            self._failed = True
+            return b""
 
     def _append(self, buf: bytes, data: bytes,
                 skips: list[tuple[int, int]]) -> tuple[bytes, list[tuple[int, int]]]:
@@ -338,6 +360,8 @@ class _BlockReader:
                 return buf, skips
             self._skipping = False
             data = data[nl:]
+        if b"\x1b[" in data:
+            data, skips, total = _strip_escapes(data, len(buf), skips, total)
         buf += data
         tail = buf.rfind(b"\n") + 1
         if len(buf) - tail > MAX_LINE_BYTES:
@@ -347,6 +371,32 @@ class _BlockReader:
             self._st.cut_lines += 1
             skips = _set_skip(skips, len(buf), total)
         return buf, skips
+
+
+# Terminal control sequences (CSI: colours, erase-line): `dmesg --color=always`, coloured loggers and progress
+# bars write them inside the text ("\x1b[33mNVRM: \x1b[0m\x1b[31mXid ..."), where they split what the rules read.
+# They are cut before the scan like an over-long line's tail: offsets still name the file's own bytes.
+_CSI = re.compile(rb"\x1b\[[0-9;?]{0,32}[@-~]")
+_CSI_OPEN = re.compile(rb"\x1b(?:\[[0-9;?]{0,32})?\Z")  # a sequence a read cut before its final byte
+
+
+def _strip_escapes(data: bytes, at: int, skips: list[tuple[int, int]],
+                   total: int) -> tuple[bytes, list[tuple[int, int]], int]:
+    """``data`` without its control sequences, and a skip for each (``at``: where ``data`` goes in the buffer)."""
+    pieces: list[bytes] = []
+    skips = list(skips)
+    pos = 0
+    for found in _CSI.finditer(data):
+        pieces.append(data[pos:found.start()])
+        at += found.start() - pos
+        total += found.end() - found.start()
+        if skips and skips[-1][0] == at:
+            skips[-1] = (at, total)
+        else:
+            skips.append((at, total))
+        pos = found.end()
+    pieces.append(data[pos:])
+    return b"".join(pieces), skips, total
 
 
 def _set_skip(skips: list[tuple[int, int]], index: int, total: int) -> list[tuple[int, int]]:

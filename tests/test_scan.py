@@ -29,6 +29,22 @@ def test_line_numbers_and_offsets() -> None:
     assert data[hits[1].offset:].startswith(b"XID again")
 
 
+def test_control_sequences_are_cut_and_offsets_stay_the_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dmesg --color=always` colours the subsystem apart from the message ("NVRM: " then "Xid ..."): the
+    sequences are cut before the scan, and each hit's offset is still its first kept byte in the file."""
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 48)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 8)
+    colored = (b"\x1b[32m[ 5051.000000] \x1b[0m\x1b[33mNVRM: \x1b[0m\x1b[31mXid (PCI:0000:01:00): 79, "
+               b"GPU has fallen off the bus.\x1b[0m\n")
+    data = b"boot\n" + colored * 3 + b"\x1b[2Kplain NVRM: Xid 13\n"
+    hits = _hits(data, [b"NVRM: Xid"])
+    assert [h.lineno for h in hits] == [2, 3, 4, 5]
+    assert hits[0].text == "[ 5051.000000] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus."
+    assert hits[3].text == "plain NVRM: Xid 13"
+    for hit in hits:
+        assert data[hit.offset:].startswith(hit.text[:3].encode())
+
+
 def test_one_call_per_line_with_several_anchors() -> None:
     hits = _hits(b"x NVRM: Xid and NCCL WARN here\n", [b"NVRM: Xid", b"NCCL WARN"])
     assert len(hits) == 1
