@@ -35,7 +35,16 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import job_node, match_node, resolve_node, resolve_peer
-from .ranks import COLLECTED_HOST_PATTERN, Stream, global_rank, pg_rank, shipped_stamp, split_rank, stream_key
+from .ranks import (
+    COLLECTED_HOST_PATTERN,
+    Stream,
+    global_rank,
+    pg_rank,
+    prefix_address,
+    shipped_stamp,
+    split_rank,
+    stream_key,
+)
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, time_context
 
@@ -330,6 +339,9 @@ class _LineHandler:
         node = self.bf.node
         if self.app and stream is None and text[:1].isalnum():
             node, stream, text = self._collected(node, text)
+        elif self.app and "ip=" in line.text[:200]:
+            address = prefix_address(line.text)  # a Ray worker's line names its node's address
+            node = (job_node(self.ctx, address) if address else None) or node
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
             assert rule.match is not None

@@ -3,6 +3,7 @@ global rank they stand for."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Optional
 
@@ -29,11 +30,23 @@ _COLOUR_ONLY = re.compile(r"\s*\x1b\[[\d;]*m")
 # horovodrun writes the time it read the line before its rank prefix, in ctime's form and without a blank
 # ("Mon Aug 26 18:41:15 2019[1]<stderr>:", horovod/runner/common/util/safe_shell_exec.py); only before such
 # a prefix is it taken (the byte pattern, a superset, takes it anywhere the prefix may be).
-_RFC3339_SHIPPED = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2}) "
+# The CRI log format of containerd and CRI-O (the kubelet's files under /var/log/pods) writes the stream and a
+# full/partial tag between that stamp and the line: "2021-08-12T14:03:41.000633417Z stderr F <line>".
+_RFC3339_SHIPPED = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})"
+_CRI_STREAM = r"(?: (?:stdout|stderr) [FP])?"
 _CTIME_SHIPPED = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
-SHIPPED_STAMP_PATTERN = f"(?:{_RFC3339_SHIPPED}|{_CTIME_SHIPPED})"
+SHIPPED_STAMP_PATTERN = f"(?:{_RFC3339_SHIPPED}{_CRI_STREAM} |{_CTIME_SHIPPED})"
 _WEEKDAY_INITIALS = frozenset("MTWFS")
-_SHIPPED_STAMP = re.compile(f"{_RFC3339_SHIPPED}|{_CTIME_SHIPPED}(?=\\[\\d+\\]<(?:stdout|stderr|stddiag)>)")
+_SHIPPED_STAMP = re.compile(f"(?P<at>{_RFC3339_SHIPPED}){_CRI_STREAM} |"
+                            f"(?P<ctime>{_CTIME_SHIPPED})(?=\\[\\d+\\]<(?:stdout|stderr|stddiag)>)")
+# Docker's json-file log driver (the files `docker logs` reads, and what some shippers export): one JSON object
+# per line, the program's line in "log" with its newline, and the time the daemon read it,
+# {"log":"[1,5]<stderr>:RuntimeError: ...\n","stream":"stderr","time":"2024-07-10T11:52:03.000074123Z"}.
+# Also in the prefilter's bytes, where the object's opening stands before the line.
+JSON_WRAPPER_PATTERN = r'\{"log":"'
+_JSON_WRAPPED_MAX = 1 << 16  # a longer line is not unwrapped
+# Ray's worker prefix names the node's address: "(RayTrainWorker pid=43515, ip=10.141.2.13) ..."
+_RAY_ADDRESS = re.compile(r"\s*\((?:[A-Za-z_][\w.:-]*(?: rank=\d+)? )?pid=\d+, ip=(\d{1,3}(?:\.\d{1,3}){3})\)")
 # The host pdsh or clush put before each line of a remote command ("worker-1: "; the DeepSpeed and Horovod
 # launchers run ranks through them): before the rank prefix, after a shipper's stamp; a word is one only
 # when it names a job node (extract decides), so "RuntimeError: " stays the message. Also in the prefilter's
@@ -50,7 +63,12 @@ StreamKey = tuple[Optional[int], Optional[int]]  # (global rank or srun label, t
 
 
 def shipped_stamp(text: str) -> str:
-    """The shipper's stamp at the start of ``text`` (without its blank), or ``""``."""
+    """The shipper's stamp at the start of ``text`` (without its blank), or ``""``; a Docker json-file
+    line's ``time``."""
+    if text[:1] == "{":
+        wrapped = _json_wrapped(text)
+        if wrapped is not None:
+            return wrapped[0] or _shipped(wrapped[1])[0]
     return _shipped(text)[0]
 
 
@@ -58,7 +76,28 @@ def _shipped(text: str) -> tuple[str, int]:
     """The shipper's stamp at the start of ``text`` and where the line it carries begins."""
     first = text[:1]
     match = _SHIPPED_STAMP.match(text) if first.isdecimal() or first in _WEEKDAY_INITIALS else None
-    return (match.group().rstrip(" "), match.end()) if match else ("", 0)
+    return ((match.group("at") or match.group("ctime")), match.end()) if match else ("", 0)
+
+
+def _json_wrapped(text: str) -> Optional[tuple[str, str]]:
+    """(time, line) of a Docker json-file object (:data:`JSON_WRAPPER_PATTERN`), or None for any other line."""
+    if not text.startswith('{"log":') or len(text) > _JSON_WRAPPED_MAX:
+        return None
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return None
+    line = entry.get("log") if isinstance(entry, dict) else None
+    if not isinstance(line, str):
+        return None
+    time = entry.get("time")
+    return (time if isinstance(time, str) else ""), line.rstrip("\r\n")
+
+
+def prefix_address(text: str) -> Optional[str]:
+    """The node address a Ray worker prefix names at the start of ``text`` (after a shipper's stamp), or None."""
+    match = _RAY_ADDRESS.match(text, _shipped(text)[1])
+    return match.group(1) if match else None
 
 
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
@@ -66,6 +105,10 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
     (``[1,9]<stderr>:``) prefixes, and Ray's worker prefix (``(WorkerDict pid=123, ip=...)``, no rank);
     return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
+    if text[:1] == "{":
+        wrapped = _json_wrapped(text)
+        if wrapped is not None:
+            text = wrapped[1]
     shipped, end = _shipped(text)
     if shipped:
         text = text[end:]

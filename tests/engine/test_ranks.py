@@ -14,6 +14,7 @@ from slurm_attrib.engine.ranks import (
     Stream,
     global_rank,
     pg_rank,
+    prefix_address,
     shipped_stamp,
     split_rank,
     stream_key,
@@ -135,6 +136,35 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
         elif match.group(3) is not None and label is None:
             label = int(match.group(3))
         text = text[match.end():]
+
+
+@pytest.mark.parametrize(("line", "stream", "rest", "shipped"), [
+    # containerd / CRI-O: the stream and the full/partial tag between the kubelet's stamp and the line
+    ("2021-08-12T14:03:41.000633417Z stderr F [1,5]<stderr>:RuntimeError: cudaErrorECCUncorrectable", (None, 5, None),
+     "RuntimeError: cudaErrorECCUncorrectable", "2021-08-12T14:03:41.000633417Z"),
+    ("2021-08-12T14:03:41Z stdout P partial line", None, "partial line", "2021-08-12T14:03:41Z"),
+    # Docker's json-file driver: the line in "log", its newline dropped; the daemon's time is the shipper's
+    ('{"log":"[1,5]<stderr>:RuntimeError: CUDA error: uncorrectable ECC error encountered\\n","stream":"stderr",'
+     '"time":"2024-07-10T11:52:03.000074123Z"}', (None, 5, None),
+     "RuntimeError: CUDA error: uncorrectable ECC error encountered", "2024-07-10T11:52:03.000074123Z"),
+    ('{"log":"say \\"hi\\"\\n","stream":"stdout"}', None, 'say "hi"', ""),
+    ('{"log": broken', None, '{"log": broken', ""),  # not JSON: the line as it is
+])
+def test_container_runtime_wrappers(line: str, stream: Optional[Stream], rest: str, shipped: str) -> None:
+    """The kubelet's CRI files and Docker's json-file logs wrap each line the program wrote: unwrapped, the
+    rank prefix and the message are read as if the program's output had been kept as it was."""
+    assert split_rank(line) == (stream, rest)
+    assert shipped_stamp(line) == shipped
+
+
+@pytest.mark.parametrize(("line", "address"), [
+    ("(RayTrainWorker pid=43515, ip=10.141.2.13) [rank5]: RuntimeError: CUDA error", "10.141.2.13"),
+    ("2024-05-01T10:00:00Z (pid=7, ip=10.0.0.2) x", "10.0.0.2"),
+    ("(raylet) node_manager.cc:3012: 1 Workers killed", None),
+    ("error at ip=10.0.0.9", None),  # only a worker prefix at the start names the line's node
+])
+def test_a_ray_worker_prefix_names_its_nodes_address(line: str, address: Optional[str]) -> None:
+    assert prefix_address(line) == address
 
 
 def test_the_first_character_shortcut_changes_nothing() -> None:
