@@ -404,7 +404,11 @@ class _LineHandler:
     def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
               groups: dict[str, Any], trust: str, file_node: Optional[str]) -> None:
         """``file_node``: the node whose output the line is (the file's, or a pdsh prefix's)."""
-        fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
+        fields: dict[str, Any] = {}
+        for key, value in sorted(groups.items()):
+            if value is not None:  # "host__2": the same field in another wording's branch (group names are unique)
+                name = key.partition("__")[0] if "__" in key else key
+                fields.setdefault(name, _typed(name, value))
         rank, local = global_rank(stream, file_node, self.ctx.job)
         if rank is None:
             rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
