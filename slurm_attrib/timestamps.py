@@ -123,7 +123,9 @@ _DECODED = (r"(?:(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpri
 _RE_DMESG_UPTIME = re.compile(
     _LEAD + _PRIORITY + _DECODED + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
 )
-_CTIME = _MONTH_DAY + " " + _CLOCK + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})"  # after the weekday
+# a 12-hour clock's half of the day (date(1) in en_US, exports of log tools): "02:15:01 PM" is 14:15:01
+_AMPM = r"(?: (?P<ampm>[AaPp][Mm])(?![\w:]))?"
+_CTIME = _MONTH_DAY + " " + _CLOCK + _AMPM + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})"  # after the weekday
 _RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[^\W\d_]{1,4}\.? " + _CTIME + r"\][ \t]*")
 # C's ctime()/asctime() and date(1): "Mon Aug 26 18:41:15 2019" (date adds a zone: "... UTC 2019"); the
 # stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks)
@@ -160,9 +162,9 @@ _RE_VLLM = re.compile(
 )
 _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" + _END)
 # the colon: TensorFlow's and absl's C++ logging, "2019-08-26 18:41:15.943905: E tensorflow/...:828] msg"
-_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + "?:?" + _END)
+_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _AMPM + _OFFSET + "?:?" + _END)
 _RE_RFC3164 = re.compile(
-    _LEAD + _PRIORITY + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
+    _LEAD + _PRIORITY + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + _AMPM + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
 )
 # journalctl -o short-full / with-unit ("Sat 2024-11-16 19:24:11 UTC EVE kernel: msg": weekday, date, clock
 # and the zone's abbreviation) and the head line of an -o verbose record, which names the entry's cursor
@@ -284,8 +286,13 @@ def _opt(m: re.Match[str], name: str) -> str | None:
 
 
 def _clock(m: re.Match[str]) -> tuple[int, int, int, int]:
-    """Hour, minute, second, microsecond from the named groups of a match."""
-    return int(m["H"]), int(m["Mi"]), int(_opt(m, "S") or 0), _micros(_opt(m, "f"))
+    """Hour, minute, second, microsecond from the named groups of a match; a 12-hour clock's AM/PM read (an
+    hour it cannot have, 13 PM or 0 AM, is out of range: no stamp)."""
+    hour = int(m["H"])
+    half = _opt(m, "ampm")
+    if half is not None:
+        hour = (hour % 12 + (12 if half in ("PM", "pm", "Pm", "pM") else 0)) if 1 <= hour <= 12 else 99
+    return hour, int(m["Mi"]), int(_opt(m, "S") or 0), _micros(_opt(m, "f"))
 
 
 def _zone_note(ctx: TimeContext) -> str:

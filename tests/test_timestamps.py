@@ -297,6 +297,25 @@ JOURNAL_CASES = [
 ]
 
 
+TWELVE_HOUR_CASES = [
+    pytest.param("Nov 20 02:15:01 PM node-02 kernel: NVRM: Xid 79", "rfc3164", "2026-11-20T14:15:01", "node-02",
+                 id="rfc3164-pm"),
+    pytest.param("Nov 20 12:15:01 AM node-02 kernel: x", "rfc3164", "2026-11-20T00:15:01", "node-02", id="midnight"),
+    pytest.param("Nov 20 12:15:01 PM node-02 kernel: x", "rfc3164", "2026-11-20T12:15:01", "node-02", id="noon"),
+    pytest.param("2026-11-20 02:15:01 PM x", "iso8601", "2026-11-20T14:15:01", None, id="iso-pm"),
+    pytest.param("Fri Nov 20 02:15:01 PM UTC 2026 x", "ctime", "2026-11-20T14:15:01", None, id="date-en_US"),
+    pytest.param("Nov 20 13:15:01 PM node-02 kernel: x", "", None, None, id="13-pm-is-no-stamp"),
+    pytest.param("Nov 20 02:15:01 pmx kernel: x", "rfc3164", "2026-11-20T02:15:01", "pmx", id="host-not-pm"),
+]
+
+
+@pytest.mark.parametrize(("line", "fmt", "expected", "host"), TWELVE_HOUR_CASES)
+def test_twelve_hour_clocks(line: str, fmt: str, expected: str | None, host: str | None) -> None:
+    """'PM' after the clock is the afternoon, not the host: read as the host, an Xid at 14:15 sat at 02:15."""
+    parsed = parse_line_time(line, TimeContext(window_start=_utc("2026-11-20T00:00:00Z")))
+    assert (parsed.fmt, parsed.time, parsed.host) == (fmt, _utc(expected) if expected else None, host)
+
+
 @pytest.mark.parametrize(("line", "fmt", "expected", "host", "tag", "message"), JOURNAL_CASES)
 def test_journal_and_syslog_protocol_formats(line: str, fmt: str, expected: str | None, host: str | None,
                                              tag: str | None, message: str) -> None:

@@ -292,12 +292,15 @@ def _short(text: str) -> str:
 
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
 # The head of a kernel line that carries a time stamp in a form no format reads (a month in a locale the
-# table lacks, a 12-hour clock, a date order of its own): a word or date, then a clock, at the line's start
+# table lacks, a date order of its own such as date(1)'s "Wed 20 Nov 2024 02:15:01 PM"): a word or date,
+# then a clock, at the line's start
 # (or a record whose head no format reads: a syslog priority before a date or version, seconds since the
 # epoch, a JSON object)
 _STAMP_SHAPED = re.compile(r"\s*(?:<\d{1,3}>\d|\{\s*\"|\d{9,11}\.\d{1,9}\s|"
                            r"(?:\[\s*)?(?:\S{1,12}\.? +\d{1,2},? +|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ T]|"
-                           r"\S{1,6} +\S{1,12}\.? +\d{1,2} +)\d{1,2}:\d{2}(?::\d{2})?\b)")
+                           r"\S{1,6} +\S{1,12}\.? +\d{1,2} +|"
+                           r"(?:[^\W\d_]{2,9}\.?,? +)?\d{1,2}\.? +[^\W\d_]{3,9}\.?,? +\d{4},? +)"
+                           r"\d{1,2}:\d{2}(?::\d{2})?\b)")
 
 
 class _LineHandler:
