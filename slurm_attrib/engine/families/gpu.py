@@ -45,10 +45,20 @@ class Verdict:
 
 GPU_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75)
 # An NVLink error only the application saw: the node is named only by its kernel log (Xid 74, 144-150),
-# which then leads; killed peers mid-transfer raise it too (pytorch/pytorch #58155)
-NVLINK_APP = Verdict("candidate", "nvlink", "unknown", 70,
+# which then leads; killed peers mid-transfer raise it too (pytorch/pytorch #58155, on two A100 sites and
+# only in the tests that abort ranks): alone, both readings
+NVLINK_APP = Verdict("candidate", "unknown", "unknown", 40,
                      "an NVLink error seen by the application: check the node's kernel log for Xid 74 / 144-150 and "
-                     "nvidia-smi nvlink -e before draining")
+                     "nvidia-smi nvlink -e before draining; peers killed mid-transfer raise it too",
+                     readings=("nvlink", "application"))
+# CUDA's error containment stopped a kernel (cudaErrorContained, 226): 'certain invalid accesses of peer GPU
+# memory over nvlink' or 'certain classes of hardware errors', in CUDA's own words; on PCIe boards without
+# NVLink it is the GPU's memory (an uncontained HBM error the driver contained: Xid 94, rows remapped). The
+# kernel log's Xid decides; alone, both readings
+CONTAINED = Verdict("candidate", "unknown", "unknown", 40,
+                    "a fault the GPU contained: an uncorrectable memory error (Xid 94/95/48/63/64) or a bad peer "
+                    "access over NVLink (Xid 74/144-150); the node's kernel log and nvidia-smi -q (remapped rows) "
+                    "tell", readings=("gpu_memory", "nvlink"))
 FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
                  "802 'system not yet initialized': the NVSwitch fabric is not up (nvidia-fabricmanager / NVLSM)")
 GPU_UNAVAILABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
@@ -91,7 +101,7 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorNvlinkUncorrectable", "CUDA_ERROR_NVLINK_UNCORRECTABLE", (220,),
               "uncorrectable NVLink error", NVLINK_APP),
     CudaError("cudaErrorContained", "CUDA_ERROR_CONTAINED", (226,),
-              "Invalid access of peer GPU memory over nvlink or a hardware error", NVLINK_APP),
+              "Invalid access of peer GPU memory over nvlink or a hardware error", CONTAINED),
     CudaError("cudaErrorSystemNotReady", "CUDA_ERROR_SYSTEM_NOT_READY", (802,), "system not yet initialized", FABRIC),
     CudaError("cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", (803,),
               "system has unsupported display driver / cuda driver combination", DRIVER_MISMATCH),

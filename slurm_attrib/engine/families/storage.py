@@ -20,7 +20,12 @@ _SHARED_MEMORY = ("SemLock", "multiprocessing", "/dev/shm", "torch_shm", "shared
 
 _ERRNO = re.compile(r"\[Errno (\d+)\]")
 _ERRNO_TEXT = {5: "Input/output error", 28: "No space left on device", 30: "Read-only file system",
-               116: "Stale file handle", 122: "Disk quota exceeded"}
+               108: "Cannot send after transport endpoint shutdown", 116: "Stale file handle", 122: "Disk quota exceeded"}
+_SHUTDOWN = "Cannot send after transport endpoint shutdown"
+# what says an ESHUTDOWN was a file's: a path in the line, or a file read/write in the frames above it
+_FILE_CONTEXT = re.compile(r"'/|\bread_bytes|\bread_text|\bwrite_bytes|\bwrite_text|\bf\.read\(|\bf\.write\(|"
+                           r"\bopen\(|shutil|\bos\.(?:read|write|stat|listdir)|torch\.load|torch\.save|np\.load|h5py")
+_SOCKET_CONTEXT = re.compile(r"socket|ssl\.py|\bsendall\b|\bsend\(|\brecv|http|urllib|requests|asyncio|multiprocessing/connection")
 
 
 @decoder("storage_errno")
@@ -31,6 +36,10 @@ def decode_storage_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     numbered = _ERRNO.match(error)
     if numbered:  # Python's '[Errno N] <strerror in the node's language>': the number says which
         error = sym.fields["error"] = _ERRNO_TEXT.get(int(numbered.group(1)), error)
+    if error == _SHUTDOWN:
+        context = " ".join([extra["text"], *line.preceding(6)])
+        if _SOCKET_CONTEXT.search(context) or not _FILE_CONTEXT.search(context):
+            return False  # a socket's ESHUTDOWN, or nothing to say it was a file's
     if error == "No space left on device" and any(word in text for text in line.preceding(5)
                                                    for word in _SHARED_MEMORY):
         sym.kind, sym.category, sym.responsible = "shm_exhausted", "host_oom", "workload"
