@@ -127,6 +127,13 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorInsufficientDriver", "", (35,),
               "CUDA driver version is insufficient for CUDA runtime version", ENVIRONMENT),
     CudaError("cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", (101,), "invalid device ordinal", ENVIRONMENT),
+    # a call the program made wrongly, or one this setup does not allow (IPC handles of stream-ordered
+    # allocations, fabric handles without an IMEX channel): the job's code or its build
+    CudaError("cudaErrorInvalidValue", "CUDA_ERROR_INVALID_VALUE", (1,), "invalid argument", ENVIRONMENT),
+    CudaError("cudaErrorInvalidResourceHandle", "CUDA_ERROR_INVALID_HANDLE", (400,), "invalid resource handle",
+              ENVIRONMENT),
+    CudaError("cudaErrorNotPermitted", "CUDA_ERROR_NOT_PERMITTED", (800,), "operation not permitted", ENVIRONMENT),
+    CudaError("cudaErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED", (801,), "operation not supported", ENVIRONMENT),
     CudaError("cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", (719,), "unspecified launch failure",
               INDETERMINATE),
     CudaError("cudaErrorLaunchTimeout", "CUDA_ERROR_LAUNCH_TIMEOUT", (702,), "the launch timed out", INDETERMINATE),
@@ -229,6 +236,11 @@ NVLS_UNKNOWN = Verdict("candidate", "unknown", "unknown", 50,
                        "driver; NCCL_NVLS_ENABLE=0 avoids it", readings=("nvlink", "application"))
 
 
+# the errors of a call made wrongly or not allowed here: the program's when it made the call, not when NCCL did
+_CALL_ERRORS = frozenset({"cudaErrorInvalidValue", "cudaErrorInvalidResourceHandle", "cudaErrorNotPermitted",
+                          "cudaErrorNotSupported"})
+
+
 @decoder("gpu_nccl_cuda_failure")
 def decode_nccl_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """NCCL's CUDACHECK/CUCHECK ('Cuda failure [N] 'text''), nccl-tests' 'Test CUDA failure file:line'.
@@ -244,7 +256,9 @@ def decode_nccl_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     error = classify_cuda(text)
     if "nvls" in text.lower() and _NVLS_REFUSAL.search(text) and (error is None or error.verdict is not FABRIC):
         apply_verdict(sym, NVLS_STATE if 401 in _codes(text) else NVLS_UNKNOWN)
-    elif error is None:
+    elif error is None or error.name in _CALL_ERRORS:
+        # a call NCCL made itself that CUDA refused ('invalid argument' in its NVLS or P2P setup): not the
+        # job's code, and the line does not say whose setup it was
         sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
     else:
         apply_verdict(sym, error.verdict)

@@ -20,12 +20,14 @@ _SHARED_MEMORY = ("SemLock", "multiprocessing", "/dev/shm", "torch_shm", "shared
 
 _ERRNO = re.compile(r"\[Errno (\d+)\]")
 _ERRNO_TEXT = {5: "Input/output error", 28: "No space left on device", 30: "Read-only file system",
-               108: "Cannot send after transport endpoint shutdown", 116: "Stale file handle", 122: "Disk quota exceeded"}
+               108: "Cannot send after transport endpoint shutdown", 116: "Stale file handle",
+               122: "Disk quota exceeded"}
 _SHUTDOWN = "Cannot send after transport endpoint shutdown"
 # what says an ESHUTDOWN was a file's: a path in the line, or a file read/write in the frames above it
 _FILE_CONTEXT = re.compile(r"'/|\bread_bytes|\bread_text|\bwrite_bytes|\bwrite_text|\bf\.read\(|\bf\.write\(|"
                            r"\bopen\(|shutil|\bos\.(?:read|write|stat|listdir)|torch\.load|torch\.save|np\.load|h5py")
-_SOCKET_CONTEXT = re.compile(r"socket|ssl\.py|\bsendall\b|\bsend\(|\brecv|http|urllib|requests|asyncio|multiprocessing/connection")
+_SOCKET_CONTEXT = re.compile(r"socket|ssl\.py|\bsendall\b|\bsend\(|\brecv|http|urllib|requests|asyncio|"
+                             r"multiprocessing/connection")
 
 
 @decoder("storage_errno")
