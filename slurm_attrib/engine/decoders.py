@@ -177,6 +177,11 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     without one (the header was cut from a pasted log, or the line is only logged) it stays a weaker
     candidate (``fields.traceback_seen: false``)."""
     stream = stream_key(extra.get("stream"))
+    if _CORRUPT_DATA.search(f"{sym.fields.get('exception', '')}: {sym.fields.get('message', '')}"):
+        # bytes that came back wrong: a file the job wrote badly (or that is not what it expects) as often as a
+        # file system that returned zeros or a short read; alone, both readings
+        sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
+        sym.fields["readings"] = ["storage", "application"]
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
         if stream_key(prefix) == stream and rest.lstrip(" \t").startswith(_TRACEBACK_HEAD):
@@ -193,6 +198,11 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     return True
 
 
+# a read that found corrupt or truncated data: TensorFlow's DataLossError ('corrupted record at 0'), a torch
+# checkpoint that is no zip archive, a pickle or safetensors header that does not parse
+_CORRUPT_DATA = re.compile(r"DataLossError|[Cc]orrupted record at|[Tt]runcated record at|failed finding central "
+                           r"directory|PytorchStreamReader failed reading|BadZipFile|File is not a zip file|"
+                           r"UnpicklingError|invalid load key|Error while deserializing header")
 _CARRY_ON = re.compile(r"\bINFO\b|\bWARNING\b|\bretry|\bRetry|\bretrying")
 _NCCL_CHATTER = re.compile(r"\bNCCL (?:INFO|WARN)\b")
 
@@ -489,4 +499,12 @@ def decode_collective_stall(ctx: EngineContext, sym: Symptom, line: Line, extra:
         nodes = sorted({n for n in (ctx.job.rank_node(r) for r in ranks) if n})
         if nodes:
             sym.fields["lagging_nodes"] = nodes
+    return True
+
+
+@decoder("storage_or_data")
+def decode_storage_or_data(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A library that could not read or write its file format (netCDF's 'NetCDF: HDF error') cannot say whether
+    the file system failed under it or the file and the program's use of it are wrong: both readings."""
+    sym.fields["readings"] = ["storage", "application"]
     return True
