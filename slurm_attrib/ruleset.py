@@ -55,6 +55,7 @@ class Match:
     anchors: tuple[str, ...]
     pattern: str
     exclude_pattern: str = ""
+    programs: frozenset[str] = frozenset()  # kernel source: syslog tags whose own word the rule reads (unverified)
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -279,8 +280,12 @@ def _build_match(data: Any, at: Positions, compile_now: bool = True) -> Optional
     if not isinstance(anchors, list) or not anchors or not all(isinstance(a, str) and a for a in anchors):
         raise at.fail("match.anchors", "match.anchors must be a non-empty list of literal strings")
     exclude = _pattern(at, data.get("exclude"), "exclude", compile_now) if data.get("exclude") else ""
+    programs = data.get("programs") or []
+    if not isinstance(programs, list) or not all(isinstance(p, str) and re.fullmatch(r"[\w.@-]{1,64}", p)
+                                                 for p in programs) or (programs and source != "kernel"):
+        raise at.fail("match.programs", "match.programs must be a list of syslog program names, on a kernel rule")
     return Match(source=source, anchors=tuple(anchors), pattern=_pattern(at, data.get("regex"), "regex", compile_now),
-                 exclude_pattern=exclude)
+                 exclude_pattern=exclude, programs=frozenset(programs))
 
 
 def _pattern(at: Positions, pattern: Any, key: str, compile_now: bool) -> str:

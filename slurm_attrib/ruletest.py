@@ -111,7 +111,14 @@ def _undeclared_kinds(rule: Rule, symptoms: list[Any]) -> Optional[str]:
     return f"symptom kind(s) {extra} not declared in emit.kind or emit.kinds" if extra else None
 
 
+_SYMPTOM_ATTRS = ("role", "category", "responsible", "kind", "node", "gpu", "rank", "dropped", "time")
+_EXPECT_KEYS = frozenset({*_SYMPTOM_ATTRS, "fields", "outcome"})
+
+
 def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Optional[str]:
+    unknown = sorted(set(expect) - _EXPECT_KEYS)
+    if unknown:  # a key the check would not read would pass whatever the rule did
+        return f"expect has key(s) {unknown} that are not checked: a symptom's fields go under 'fields:'"
     outcome = expect.get("outcome")
     if isinstance(outcome, dict):
         for key, wanted in outcome.items():
@@ -119,8 +126,7 @@ def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Opti
             if got != wanted:
                 return f"outcome.{key}: expected {wanted!r}, got {got!r}"
     wanted_fields = expect.get("fields") or {}
-    attrs = {k: v for k, v in expect.items() if k in ("role", "category", "responsible", "kind", "node", "gpu",
-                                                        "rank", "dropped", "time")}
+    attrs = {k: v for k, v in expect.items() if k in _SYMPTOM_ATTRS}
     if not wanted_fields and not attrs:
         return None
     for sym in symptoms:

@@ -134,3 +134,19 @@ def test_baseline_takes_every_file_of_the_package_data() -> None:
 def test_bundled_rules_find_only_context_in_the_baseline(engine: Engine) -> None:
     found = [(log.name, s.rule_id, s.role) for log, s in baseline_matches(engine) if s.role != "context"]
     assert found == []
+
+
+def test_a_fixture_key_that_is_not_checked_fails(engine: Engine, tmp_path: Path) -> None:
+    """A symptom's field written beside ``kind`` instead of under ``fields:`` was silently not checked."""
+    fixture = tmp_path / "code_beside_kind.yaml"
+    fixture.write_text(
+        '# an Xid 79 whose code is expected at the wrong level\n'
+        'job: {job_id: "1", cluster: demo, user: ana, partition: gpu, nodes: [node-01], state: FAILED, '
+        'exit_code: "1:0", derived_exit_code: "0:0"}\n'
+        "files:\n  syslog/node-01.log: |\n"
+        "    Nov 20 10:00:00 node-01 kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.\n"
+        "expect:\n  kind: xid\n  code: 80\n")
+    rule = engine.ruleset.get("kernel.nvidia_xid")
+    assert rule is not None
+    result = run_fixture(engine, rule, fixture, "positive")
+    assert not result.passed and "not checked" in result.detail

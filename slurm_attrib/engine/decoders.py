@@ -485,13 +485,15 @@ def decode_collective_stall(ctx: EngineContext, sym: Symptom, line: Line, extra:
     on the lines after it: they are where to look (``lagging_nodes``), not a verdict."""
     ranks: set[int] = set()
     for text in line.following(40):
-        body = split_rank(text)[1]
+        prefix, body = split_rank(text)
         found = _STALL_OP_RANKS.search(body)
         row = _STALL_RANK_ROW.match(body)
         if found:
             ranks.update(int(r) for r in re.findall(r"\d+", found.group(1)))
         elif row:
             ranks.add(int(row.group(1)))
+        elif prefix is not None and prefix[0] is not None and prefix[1:] == (None, None) and body.startswith("["):
+            ranks.add(prefix[0])  # "3: [tensors]" reads like srun's label: the row's rank, taken as one
         elif body.strip() not in ("", "Stalled ops:", "Missing ranks:", "Stalled ranks:"):
             break
     if ranks:

@@ -254,9 +254,14 @@ class KernelLines:
         self.trusted_file = origin == "" or origin in TRUSTED_KERNEL_ORIGINS  # "": a bundle made by hand
         self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
 
-    def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int) -> Optional[str]:
-        """TRUST_KERNEL or TRUST_UNVERIFIED, or None (refused; counted for the coverage notes)."""
+    def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int,
+              programs: frozenset[str] = frozenset()) -> Optional[str]:
+        """TRUST_KERNEL or TRUST_UNVERIFIED, or None (refused; counted for the coverage notes). A line that a
+        program the rule reads (``match.programs``: a daemon such as nv-fabricmanager) tagged is that
+        program's word: unverified, since any local user can write that tag too (``logger -t``)."""
         tag = stamp.tag
+        if programs and tag is not None and tag.split("[", 1)[0] in programs:
+            return None if self._host_refused(line, stamp) else TRUST_UNVERIFIED
         verified = self.trusted_file
         if stamp.fmt in JOURNAL_RECORD_FORMATS and tag != "kernel":
             if tag is not None:  # the journal says which program wrote the record, wherever the match lies
@@ -268,12 +273,18 @@ class KernelLines:
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
             verified = False  # no tag, or the kernel's own text where a tag belongs (`logger -t NVRM` too)
+        if self._host_refused(line, stamp):
+            return None
+        return TRUST_KERNEL if verified else TRUST_UNVERIFIED
+
+    def _host_refused(self, line: Line, stamp: ParsedStamp) -> bool:
+        """The line's own host is another node of the job than the file's (refused, and counted)."""
         if self.own and isinstance(stamp.host, str):
             named = match_node(self.nodes, stamp.host)
             if named is not None and named != self.own:
                 self._refuse(f"host {named} named inside {self.own}'s log", line)
-                return None
-        return TRUST_KERNEL if verified else TRUST_UNVERIFIED
+                return True
+        return False
 
     def _refuse(self, reason: str, line: Line) -> None:
         seen = self.counts.setdefault(reason, [0, line.lineno])
@@ -357,7 +368,7 @@ class _LineHandler:
                 stamp = self._stamp(line, text, stream)
             trust = ""
             if self.kernel:
-                trust = self.refused.trust(line, text, stamp, match.start()) or ""
+                trust = self.refused.trust(line, text, stamp, match.start(), rule.match.programs) or ""
                 if not trust:
                     continue
             groups = match.groupdict()
