@@ -54,6 +54,7 @@ class NodeFacts:
     driver_version: Optional[str] = None
     timezone: Optional[str] = None
     gpus: tuple[tuple[str, str, int], ...] = ()  # (pci, uuid, index)
+    hostname: Optional[str] = None  # the node's own name for itself (uname -n) where Slurm's NodeName differs
 
     def uuid_for(self, pci: str) -> Optional[str]:
         for gpu_pci, uuid, _ in self.gpus:
@@ -327,6 +328,7 @@ def _load_node_facts(root: Path, problems: list[str]) -> dict[str, NodeFacts]:
             driver_version=_text(raw.get("driver_version")) or None,
             timezone=_text(raw.get("timezone")) or None,
             gpus=_gpus(raw.get("gpus"), f"facts/{path.name}", problems),
+            hostname=_text(raw.get("hostname")) or None,
         )
     return facts
 

@@ -34,7 +34,7 @@ from ..timestamps import (
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
-from .nodes import job_node, match_node, resolve_node, resolve_peer
+from .nodes import job_node, match_node, place_ranks, resolve_node, resolve_peer
 from .ranks import (
     COLLECTED_HOST_PATTERN,
     Stream,
@@ -134,6 +134,7 @@ class Extractor:
             if count:
                 ctx.fired[rule.id] += count
         extract_files(ctx, ctx.bundle.files, self._scan_file, prepare=will_count)
+        place_ranks(ctx.symptoms)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         rules = self.line_rules.get(bf.source, [])
@@ -250,6 +251,10 @@ class KernelLines:
     def __init__(self, ctx: EngineContext, bf: BundleFile) -> None:
         self.nodes = ctx.job.node_set
         self.own = bf.node if bf.node in ctx.job.nodes else None
+        facts = ctx.bundle.facts_for(self.own)
+        # what the node calls itself in its own syslog: its NodeName, and its hostname where that differs
+        self.aliases = {name.split(".", 1)[0].lower() for name in (self.own, facts.hostname if facts else None)
+                        if name} | _ANONYMOUS_HOSTS
         origin = ctx.bundle.kernel_origin(bf.node)
         self.trusted_file = origin == "" or origin in TRUSTED_KERNEL_ORIGINS  # "": a bundle made by hand
         self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
@@ -278,11 +283,18 @@ class KernelLines:
         return TRUST_KERNEL if verified else TRUST_UNVERIFIED
 
     def _host_refused(self, line: Line, stamp: ParsedStamp) -> bool:
-        """The line's own host is another node of the job than the file's (refused, and counted)."""
-        if self.own and isinstance(stamp.host, str):
+        """The line's own host is not the file's node (refused, and counted): another node of the job, or a
+        host outside it (a forwarded line of another machine in this node's file) that is none of the
+        node's own names (its NodeName, its facts' hostname, localhost)."""
+        if self.own and isinstance(stamp.host, str) and stamp.host:
             named = match_node(self.nodes, stamp.host)
             if named is not None and named != self.own:
                 self._refuse(f"host {named} named inside {self.own}'s log", line)
+                return True
+            if named is None and stamp.host.split(".", 1)[0].lower() not in self.aliases \
+                    and not _PLACEHOLDER_HOST.fullmatch(stamp.host):
+                self._refuse(f"host {_short(stamp.host)}, not a node of the job, named inside {self.own}'s log",
+                             line)
                 return True
         return False
 
@@ -295,6 +307,13 @@ class KernelLines:
                 for reason, (count, first) in sorted(self.counts.items())]
 
 
+
+
+# the names a node's own syslog may give it when its hostname is not set
+_ANONYMOUS_HOSTS = frozenset({"localhost", "localhost.localdomain", "(none)", "-"})
+# a host a person masked before posting the log ("...", "xxx", "<hostname>", "[redacted]"): no other machine
+_PLACEHOLDER_HOST = re.compile(r"(?i)[\W_]*|x{2,}|<[^>]{0,40}>|\[[^\]]{0,40}\]|\{[^}]{0,40}\}|(?:my)?host(?:name)?|"
+                               r"redacted|masked|hidden|node|server|machine")
 
 
 def _short(text: str) -> str:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Collection
 from typing import Any, Optional
 
+from ..model import Symptom
 from .context import EngineContext
 
 _PEER_TAIL = re.compile(r"(?:%[\w.]+)?(?:<\d+>)?$")  # NCCL's %interface and <port> after an address
@@ -54,3 +55,24 @@ def _bare_address(peer: str) -> str:
     text = _PEER_TAIL.sub("", peer.strip(), count=1)
     host, colon, port = text.rpartition(":")
     return host if colon and port.isdigit() and ":" not in host else text
+
+
+def place_ranks(symptoms: list[Symptom]) -> int:
+    """A rank whose node a launcher's or MPI library's own line names (Cray MPICH's '[Rank N] ... [host]',
+    Open MPI's 'rank N with PID P on node X': the symptom's ``host`` field made its node) places that
+    rank's other lines that name no node, in a combined output file without a rank map. A rank named on
+    two nodes places nothing. Run when extraction ends, before the symptoms are sorted."""
+    named: dict[int, set[str]] = {}
+    for sym in symptoms:
+        host = sym.fields.get("host")
+        if sym.rank is not None and sym.node and isinstance(host, str) \
+                and host.split(".", 1)[0] == sym.node.split(".", 1)[0]:
+            named.setdefault(sym.rank, set()).add(sym.node)
+    count = 0
+    for sym in symptoms:
+        nodes = named.get(sym.rank) if sym.rank is not None and sym.node is None else None
+        if nodes and len(nodes) == 1:
+            sym.node = next(iter(nodes))
+            sym.notes.append(f"rank {sym.rank} ran on {sym.node}, as the launcher's own line for it says")
+            count += 1
+    return count

@@ -127,27 +127,6 @@ def causal_model(ctx: EngineContext, rule_: Rule) -> int:
     return pairs
 
 
-@rule("refine.rank_nodes")
-def rank_nodes(ctx: EngineContext, rule_: Rule) -> int:
-    """A rank whose node a launcher's or MPI library's own line names (Cray MPICH's '[Rank N] ... [host]',
-    Open MPI's 'rank N with PID P on node X') places that rank's other lines that name no node, in a
-    combined output file without a rank map. Only a host that is one of the job's nodes counts, and a rank
-    named on two nodes places nothing."""
-    named: dict[int, set[str]] = {}
-    for sym in ctx.active():
-        if sym.rank is not None and sym.node and isinstance(sym.fields.get("host"), str) \
-                and sym.fields["host"].split(".", 1)[0] == sym.node.split(".", 1)[0]:
-            named.setdefault(sym.rank, set()).add(sym.node)
-    count = 0
-    for sym in ctx.active():
-        nodes = named.get(sym.rank) if sym.rank is not None and sym.node is None else None
-        if nodes and len(nodes) == 1:
-            sym.node = next(iter(nodes))
-            sym.notes.append(f"rank {sym.rank} ran on {sym.node}, as the launcher's own line for it says")
-            count += 1
-    return count
-
-
 @rule("refine.app_errors_explained_by_hardware")
 def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     """A CUDA/application error on a node where a hardware fault happened shortly before is a
