@@ -77,10 +77,9 @@ class EngineContext:
         self._kept = [s for s in self.symptoms if s.dropped is None]
 
     def job_clock(self, sym: Symptom) -> Optional[datetime]:
-        """When ``sym`` happened on the controller's clock (the job window's): its node's stamp corrected
-        by the skew the collector recorded for that node, if any."""
-        skew = self.bundle.clock_skews.get(sym.node) if sym.node else None
-        return sym.time - timedelta(seconds=skew) if sym.time is not None and skew else sym.time
+        """When ``sym`` happened on the controller's clock (the job window's): its time, which extraction
+        already corrected by the skew the collector recorded for its node (extract.correct_clocks)."""
+        return sym.time
 
     def tolerance(self, seconds: float) -> timedelta:
         return _seconds(seconds)

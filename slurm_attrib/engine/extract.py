@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from functools import cached_property
 from typing import Any, Optional
 
@@ -135,6 +136,7 @@ class Extractor:
                 ctx.fired[rule.id] += count
         extract_files(ctx, ctx.bundle.files, self._scan_file, prepare=will_count)
         place_ranks(ctx.symptoms)
+        correct_clocks(ctx)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         rules = self.line_rules.get(bf.source, [])
@@ -508,6 +510,26 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
     host = fields.get("_HOSTNAME")
     return ParsedStamp(time=time, message=stamp.message, fmt=stamp.fmt, host=host if isinstance(host, str) else None,
                        uptime=None, assumptions=stamp.assumptions, tag=journal_tag(fields))
+
+
+def correct_clocks(ctx: EngineContext) -> None:
+    """Put every symptom of a node whose clock the collector found off (collection.yaml's clock skew) on the
+    controller's clock, its evidence and its upper bound with it: its kernel and its processes stamp with the
+    same clock, and every later phase orders and windows by these times. Run before the symptoms are sorted."""
+    skews = ctx.bundle.clock_skews
+    if not skews:
+        return
+    for sym in ctx.symptoms:
+        skew = skews.get(sym.node) if sym.node else None
+        if not skew or sym.time is None:
+            continue
+        shift = timedelta(seconds=-skew)
+        sym.time = sym.time + shift
+        sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
+        upper = sym.fields.get("time_upper")
+        bound = parse_iso(upper) if isinstance(upper, str) else None
+        if bound is not None:
+            sym.fields["time_upper"] = format_utc(bound + shift)
 
 
 def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
