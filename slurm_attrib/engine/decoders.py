@@ -322,13 +322,21 @@ def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 
 @decoder("oom_kill")
 def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Pick up the memcg / job of an OOM kill from the lines just before it."""
-    for previous in line.preceding(5):
-        match = re.search(r"task_memcg=(\S+?),task=", previous)
+    """Pick up the memcg / job of an OOM kill from its report before it (the oom-kill record just before; an
+    older kernel's 'Task in ... killed' above its memory stats and process table), not from an earlier kill's."""
+    for previous in line.preceding(400):
+        match = _TASK_MEMCG.search(previous)
         if match:
-            _record_memcg(sym, match.group(1))
+            _record_memcg(sym, match.group(1) or match.group(2))
+            break
+        if any(marker in previous for marker in _OOM_KILLED):
             break
     return True
+
+
+# the killed task's memory cgroup: the oom-kill record (4.19+) or, before it, mm/memcontrol.c's
+# 'Task in /slurm/uid_1000/job_42/step_0 killed as a result of limit of /slurm/uid_1000/job_42'
+_TASK_MEMCG = re.compile(r"task_memcg=(\S+?),task=|Task in (\S+) killed as a result of limit of")
 
 
 def _record_memcg(sym: Symptom, memcg: str) -> None:
