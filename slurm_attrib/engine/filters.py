@@ -333,6 +333,30 @@ def _first_failure(ctx: EngineContext) -> Symptom | None:
     return min(timed, key=Symptom.sort_key) if timed else None
 
 
+@rule("filter.outlived_fault")
+def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
+    """An infrastructure fault or a host OOM kill stamped well before the job's stuck collectives began (the
+    watchdog's stamp less its 'ran for N milliseconds') did not stop the job: context, with a note."""
+    starts = [sym.time - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))) for sym in ctx.active()
+              if sym.kind == "watchdog_timeout" and sym.time is not None and not sym.fields.get("time_inferred")
+              and str(sym.fields.get("ran_ms", "")).isdecimal()]
+    if not starts:
+        return 0
+    began = min(starts)
+    limit = began - timedelta(seconds=float(rule_.params.get("margin_s", 300)))
+    count = 0
+    for sym in ctx.active():
+        latest = latest_time(sym)
+        physical = sym.responsible == "infrastructure" or sym.category == "host_oom"
+        if sym.role != "candidate" or not physical or latest is None or latest >= limit:
+            continue
+        sym.role, sym.strength = "context", 0
+        sym.notes.append(f"the job's collectives ran on until {format_utc(began)}, "
+                         f"{int((began - latest).total_seconds())} s after it: not what stopped the job")
+        count += 1
+    return count
+
+
 @rule("filter.exception_long_before_end")
 def exception_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
     """A Python exception the job outlived by far (logged and handled, or a warning's traceback) did
