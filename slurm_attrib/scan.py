@@ -360,7 +360,7 @@ class _BlockReader:
                 return buf, skips
             self._skipping = False
             data = data[nl:]
-        if b"\x1b[" in data:
+        if b"\x1b" in data:  # one byte: memchr, ~20x faster than looking for the two
             data, skips, total = _strip_escapes(data, len(buf), skips, total)
         buf += data
         tail = buf.rfind(b"\n") + 1

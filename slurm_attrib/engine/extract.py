@@ -52,6 +52,9 @@ from .timeinfer import LineStamps, infer_time, next_time, time_context
 INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
 
 
+_ALIASED_GROUP = re.compile(r"\(\?P<\w+__\d+>")
+
+
 class AnchorIndex:
     """Which rules a hit line concerns: one regex over the anchors of a source's rules, so a line is
     tested against the rules whose anchors it holds instead of against every rule."""
@@ -61,6 +64,7 @@ class AnchorIndex:
         self._anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
         self._plain = [tuple(a for a in _anchors(r) if not a.endswith("\n")) for r in rules]
         self._line_end = [tuple(a.rstrip("\n") for a in _anchors(r) if a.endswith("\n")) for r in rules]
+        self.aliased = frozenset(r.id for r in rules if r.match and _ALIASED_GROUP.search(r.match.pattern))
 
     # The two regexes over all anchors are compiled when first needed (the ``re`` prefilter, an anchor
     # that ends a line): with Hyperscan most runs never need them, and every start would pay for them.
@@ -350,6 +354,7 @@ class _LineHandler:
         self.found = 0
         self.symptom_lines = 0  # hit lines that made at least one symptom: the prefilter's precision
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
+        self.aliased = index.aliased  # rules whose regex names a field in several branches ("host__2")
         self.memo: dict[str, Any] = {}  # the decoders' own, for this file (registry.decoder)
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
@@ -439,11 +444,9 @@ class _LineHandler:
     def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
               groups: dict[str, Any], trust: str, file_node: Optional[str]) -> None:
         """``file_node``: the node whose output the line is (the file's, or a pdsh prefix's)."""
-        fields: dict[str, Any] = {}
-        for key, value in sorted(groups.items()):
-            if value is not None:  # "host__2": the same field in another wording's branch (group names are unique)
-                name = key.partition("__")[0] if "__" in key else key
-                fields.setdefault(name, _typed(name, value))
+        fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
+        if rule.id in self.aliased:  # "host__2": one field in another wording's branch (group names are unique)
+            fields = _unalias(fields)
         rank, local = global_rank(stream, file_node, self.ctx.job)
         if rank is None:
             rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
@@ -530,6 +533,15 @@ def correct_clocks(ctx: EngineContext) -> None:
         bound = parse_iso(upper) if isinstance(upper, str) else None
         if bound is not None:
             sym.fields["time_upper"] = format_utc(bound + shift)
+
+
+def _unalias(fields: dict[str, Any]) -> dict[str, Any]:
+    """``host__2`` → ``host`` (the first branch that set it wins), typed by its real name."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        name = key.partition("__")[0]
+        out.setdefault(name, _typed(name, value) if name != key and isinstance(value, str) else value)
+    return out
 
 
 def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:

@@ -63,11 +63,18 @@ def place_ranks(symptoms: list[Symptom]) -> int:
     rank's other lines that name no node, in a combined output file without a rank map. A rank named on
     two nodes places nothing. Run when extraction ends, before the symptoms are sorted."""
     named: dict[int, set[str]] = {}
+    unplaced = False
     for sym in symptoms:
+        if sym.rank is None:
+            continue
+        if sym.node is None:
+            unplaced = True
+            continue
         host = sym.fields.get("host")
-        if sym.rank is not None and sym.node and isinstance(host, str) \
-                and host.split(".", 1)[0] == sym.node.split(".", 1)[0]:
+        if isinstance(host, str) and (host == sym.node or host.split(".", 1)[0] == sym.node.split(".", 1)[0]):
             named.setdefault(sym.rank, set()).add(sym.node)
+    if not unplaced or not named:
+        return 0
     count = 0
     for sym in symptoms:
         nodes = named.get(sym.rank) if sym.rank is not None and sym.node is None else None
