@@ -279,6 +279,10 @@ class KernelLines:
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
             verified = False
+        elif stamp.fmt == "journal_field":
+            # read line by line, an export or verbose record can be forged by a message that spans lines
+            # (export writes such a message's bytes as they are): explains, never drains
+            verified = False
         elif stamp.fmt in SYSLOG_FORMATS and tag != "kernel":
             if tag is not None and match_start >= len(text) - len(stamp.message):
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
