@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Optional
 
@@ -141,6 +141,7 @@ class Extractor:
         extract_files(ctx, ctx.bundle.files, self._scan_file, prepare=will_count)
         place_ranks(ctx.symptoms)
         correct_clocks(ctx)
+        apply_clock_offsets(ctx.symptoms)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         rules = self.line_rules.get(bf.source, [])
@@ -546,6 +547,41 @@ def _unalias(fields: dict[str, Any]) -> dict[str, Any]:
         name = key.partition("__")[0]
         out.setdefault(name, _typed(name, value) if name != key and isinstance(value, str) else value)
     return out
+
+
+CLOCK_OFFSET_MIN_S = 60.0  # a smaller offset is the skew tolerance's to absorb
+
+
+def apply_clock_offsets(symptoms: list[Symptom]) -> None:
+    """Move the stamps of a node whose time daemon said its clock was off (kernel.clock_offset): by the slewed
+    offset all of them, by a step's offset those stamped before the step. One statement per node decides, the
+    first; the daemon's own line stays as stamped. Run before the symptoms are sorted."""
+    offsets: dict[str, tuple[float, Optional[datetime]]] = {}
+    for sym in symptoms:
+        if sym.kind != "clock_offset" or not sym.node or sym.node in offsets or sym.time is None:
+            continue
+        fields = sym.fields
+        value = fields.get("wrong") or fields.get("stepped") or fields.get("ntp_step")
+        try:
+            seconds = float(str(value))
+        except ValueError:
+            continue
+        if abs(seconds) >= CLOCK_OFFSET_MIN_S:
+            offsets[sym.node] = (seconds, None if fields.get("wrong") else sym.time)
+    if not offsets:
+        return
+    for sym in symptoms:
+        found = offsets.get(sym.node) if sym.node and sym.kind != "clock_offset" else None
+        if found is None or sym.time is None or (found[1] is not None and sym.time >= found[1]):
+            continue
+        shift = timedelta(seconds=found[0])
+        sym.time = sym.time + shift
+        sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
+        upper = sym.fields.get("time_upper")
+        bound = parse_iso(upper) if isinstance(upper, str) else None
+        if bound is not None:
+            sym.fields["time_upper"] = format_utc(bound + shift)
+        sym.notes.append(f"stamp moved by {found[0]:+g} s: the time daemon on {sym.node} said its clock was off")
 
 
 def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
