@@ -105,7 +105,7 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
             sym.dropped = "its time stamp could not be read, so it cannot be placed in the job window"
             unread += 1
             continue
-        if ctx.in_window(when) is False:
+        if ctx.in_window(when) is False and not _may_be_inside(ctx, sym, when):
             assert sym.time is not None
             sym.dropped = (f"outside the job window ({format_utc(sym.time)} vs {ctx.window_source} "
                            f"window with {ctx.settings.window_before_s:g}s/{ctx.settings.window_after_s:g}s "
@@ -123,6 +123,16 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
         ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
                          + (f"; {'; '.join(zones)}" if zones else ""))
     return sum(dropped.values()) + unread + len(utc_logs)
+
+
+def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -> bool:
+    """A line without a stamp of its own has its preceding line's time, a lower bound: before the window it
+    may still lie inside it, unless the following line's stamp (its upper bound) is before the window too
+    (a job that printed a years-old dmesg line before its own error)."""
+    if not sym.fields.get("time_inferred") or when is None or ctx.window_start is None or when >= ctx.window_start:
+        return False
+    upper = latest_time(sym)
+    return upper is None or ctx.in_window(upper) is not False
 
 
 def _utc_application_logs(ctx: EngineContext) -> list[str]:
