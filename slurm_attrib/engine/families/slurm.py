@@ -266,3 +266,12 @@ def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) 
                                     summary=f"step {step} {state.lower()} exit {fields['exit_code']}"))
         found += 1
     return found
+
+
+@decoder("pals_rpc")
+def decode_pals_rpc(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """PALS's word that a node stopped answering names that node; a timeout seen from the head alone or a
+    launch it could not forward is weaker."""
+    if sym.fields.get("rpc") == "launch" or ("seconds" in sym.fields and "reporter" not in sym.fields):
+        sym.strength = 45
+    return True
