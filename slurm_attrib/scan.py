@@ -11,6 +11,7 @@ of such a line is skipped and counted. Gzip-compressed (rotated) logs are read t
 from __future__ import annotations
 
 import bisect
+import codecs
 import gzip
 import io
 import os
@@ -191,11 +192,47 @@ def decode(raw: bytes) -> str:
 
 
 def open_evidence(path: str | os.PathLike[str]) -> IO[bytes]:
-    """Open an evidence file (see :mod:`.safeio`); ``.gz`` files are decompressed on the fly."""
+    """Open an evidence file (see :mod:`.safeio`); ``.gz`` files are decompressed on the fly, and a file
+    that opens with a UTF-16 byte-order mark (Windows PowerShell's ``>``) is read as UTF-8 (offsets then
+    count the UTF-8 bytes)."""
     handle = open_regular(path)
+    stream: IO[bytes] = handle
     if str(path).endswith(".gz"):
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
-    return handle
+        stream = gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[assignment]
+    peek = getattr(stream, "peek", None)
+    head = peek(2)[:2] if peek is not None else b""
+    if head in (b"\xff\xfe", b"\xfe\xff"):
+        return _Utf16AsUtf8(stream)  # type: ignore[return-value]
+    return stream
+
+
+class _Utf16AsUtf8(io.RawIOBase):
+    """A UTF-16 stream read as UTF-8 bytes, decoded incrementally (the byte-order mark says which end)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._stream = stream
+        self._decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._pending) < size:
+            raw = self._stream.read(BLOCK_BYTES if size < 0 else max(size, 2))
+            self._pending += self._decoder.decode(raw, final=not raw).encode("utf-8")
+            if not raw:
+                break
+        if size < 0:
+            out, self._pending = self._pending, b""
+        else:
+            out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
 
 
 def scan_stream(stream: IO[bytes], prefilter: Prefilter, on_line: Callable[[Line], None],

@@ -112,7 +112,10 @@ _TAG = r"[^\s:\[\]]+(?:\[\d+\])?"
 _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
 # the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):
 # a first word that ends with a colon is the tag, never a host
-_HOST_TAG = rf"(?:(?P<host>\S*[^\s:]) )?(?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
+# BusyBox syslogd writes the facility and level between the host and the tag ("host kern.err kernel: ...")
+_FACILITY = (r"(?:(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])"
+             r"\.(?:emerg|alert|crit|err|error|warn|warning|notice|info|debug) )?")
+_HOST_TAG = rf"(?:(?P<host>\S*[^\s:]) )?{_FACILITY}(?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
 _RANK = r"(?:\[[A-Za-z]*\d+\]:){0,2}"
 _LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \t]"
 

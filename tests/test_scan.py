@@ -196,3 +196,16 @@ def test_a_process_told_it_will_count_enough_imports_numpy_up_front(monkeypatch:
     assert scan._np is None  # not enough to pay for the import
     scan.will_count(1000)
     assert scan._np is not None  # imported (or False where numpy is not installed) before the first count
+
+
+def test_a_utf16_file_is_read_as_utf8(tmp_path: Path) -> None:
+    """Windows PowerShell 5.1's '>' writes UTF-16LE with a byte-order mark: every character two bytes, so no
+    anchor matched and the NULs were counted as garbage."""
+    text = "Dec  2 11:38:27 worker4 kernel: NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>'\r\nsecond line\r\n"
+    path = tmp_path / "worker4.log"
+    path.write_bytes(text.encode("utf-16"))
+    found: list[Line] = []
+    with open_evidence(path) as stream:
+        st = scan_stream(stream, RegexPrefilter([b"NVRM: Xid"]), found.append)
+    assert [h.text.rstrip("\r") for h in found] == [text.splitlines()[0]]
+    assert st.nul_bytes == 0 and st.lines == 2

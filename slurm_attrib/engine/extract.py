@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -275,12 +277,12 @@ class KernelLines:
         if programs and tag is not None and tag.split("[", 1)[0] in programs:
             return None if self._host_refused(line, stamp) else TRUST_UNVERIFIED
         verified = self.trusted_file
-        if stamp.fmt in JOURNAL_RECORD_FORMATS and tag != "kernel":
+        if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
             if tag is not None:  # the journal says which program wrote the record, wherever the match lies
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
             verified = False
-        elif stamp.fmt == "journal_field":
+        elif stamp.fmt in ("journal_field", EXPORT_RECORD):
             # read line by line, an export or verbose record can be forged by a message that spans lines
             # (export writes such a message's bytes as they are): explains, never drains
             verified = False
@@ -397,13 +399,16 @@ class _LineHandler:
                 continue  # before the stamp and the symptom: the user decides how many such lines there are
             if stamp is None:
                 stamp = self._stamp(line, text, stream)
+                if self.kernel:
+                    stamp = wrapped_record(text, stamp, match.start(), self.timectx)
             trust = ""
             if self.kernel:
                 trust = self.refused.trust(line, text, stamp, match.start(), rule.match.programs) or ""
                 if not trust:
                     continue
             groups = match.groupdict()
-            if self.kernel and stamp.time is None and not stamp.fmt and _STAMP_SHAPED.match(text):
+            if self.kernel and stamp.time is None and (stamp.fmt == EXPORT_RECORD
+                                                       or (not stamp.fmt and _STAMP_SHAPED.match(text))):
                 groups["unread_stamp"] = "yes"  # a stamp this engine cannot read: filter.outside_job_window
             own = _said_time(groups.get("at"), stamp, self.timectx)
             if own is not None:
@@ -484,6 +489,108 @@ class _LineHandler:
         self.ctx.symptoms.append(sym)
         self.ctx.fired[rule.id] += 1
         self.found += 1
+
+
+EXPORT_RECORD = "export_record"  # a line a log store exported (CSV row, JSON object): its own fields say who and when
+# a syslog header inside a line, after whatever a tool put before it (logcli's "<stamp> {labels} ", a CSV cell,
+# CloudWatch's columns): a month and day or an ISO date, a clock, a host and a program's tag
+_INNER_HEADER = re.compile(r"(?:(?<=[\s\"',{])|^)(?:[A-Z][a-z]{2} [ \d]\d |\d{4}-\d{2}-\d{2}T)\d{2}:\d{2}:\d{2}\S* "
+                           r"\S{1,255} (?:\w{1,10}\.\w{1,10} )?[^\s:\[\]]{1,64}(?:\[\d{1,10}\])?: ")
+# what a tool that wraps a line puts first: no stamp it knows, or a bare date-time without a host or a tag
+_WRAPPER_FORMATS = frozenset({"", "iso8601", "python_logging", "bracket_iso"})
+_HOST_KEYS = ("_HOSTNAME", "hostname", "host_name", "host.name", "host", "kubernetes.host", "resource_name")
+_TAG_KEYS = ("SYSLOG_IDENTIFIER", "syslog_identifier", "ident", "programname", "program", "process.name", "tag")
+_TIME_KEYS = ("@timestamp", "timestamp", "time", "date", "_time", "__REALTIME_TIMESTAMP")
+_KIBANA_TIME = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) @ (\d{2}:\d{2}:\d{2}(?:\.\d+)?)")
+
+
+def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: TimeContext) -> ParsedStamp:
+    """What a kernel-looking line wrapped by a log store's export says about itself: a syslog header inside it
+    (logcli's '<stamp> {labels} Oct 16 03:22:40 host alice: ...', a Splunk '_raw' cell) is the line's own
+    stamp, host and program; a JSON object (Fluentd, Filebeat/Elasticsearch, Loki's jsonl) or a CSV row
+    (Kibana, Splunk) names them in its fields. The stamp of a plain line is returned as it is."""
+    if stamp.fmt not in _WRAPPER_FORMATS:
+        return stamp  # a kernel line's own stamp (dmesg, syslog, journal): what follows it is the message
+    head = text[:match_start]
+    headers = list(_INNER_HEADER.finditer(head))
+    inner = headers[-1] if headers else None
+    if inner is not None and inner.start() > 0:
+        found = parse_line_time(text[inner.start():], timectx)
+        if found.fmt in SYSLOG_FORMATS:
+            return found
+    brace = head.find('{"')
+    if brace >= 0:
+        return _json_record(text[brace:], stamp, timectx) or stamp
+    if text[:1] == '"':
+        return _csv_record(text, stamp, timectx) or stamp
+    return stamp
+
+
+def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
+    if len(text) > 1 << 16:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    flat = _flatten(record)
+    host = next((flat[k] for k in _HOST_KEYS if isinstance(flat.get(k), str)), None)
+    transport = flat.get("_TRANSPORT") or flat.get("transport") or flat.get("labels.transport")
+    tag = journal_tag({"_TRANSPORT": transport, "SYSLOG_IDENTIFIER": next(
+        (flat[k] for k in _TAG_KEYS if isinstance(flat.get(k), str)), None)})
+    when = stamp.time or _record_time(flat, timectx)
+    return ParsedStamp(time=when, message=stamp.message, fmt=EXPORT_RECORD, host=host, uptime=None,
+                       assumptions=stamp.assumptions, tag=tag)
+
+
+def _flatten(record: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    """{"host": {"name": "x"}} -> {"host.name": "x", "name": "x"}: the keys an export nests its fields under
+    (_source, labels, host, process), by their dotted path and by their own name (the first one wins)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict) and depth < 4:
+            for sub, inner in _flatten(value, f"{prefix}{key}.", depth + 1).items():
+                out.setdefault(sub, inner)
+        else:
+            out.setdefault(f"{prefix}{key}", value)
+            out.setdefault(key, value)
+    if prefix == "":
+        for key in list(out):
+            short = key.rsplit(".", 2)
+            if len(short) == 3:
+                out.setdefault(f"{short[1]}.{short[2]}", out[key])  # _source.host.name -> host.name
+    return out
+
+
+def _record_time(flat: dict[str, Any], timectx: TimeContext) -> Optional[datetime]:
+    for key in _TIME_KEYS:
+        value = flat.get(key)
+        if isinstance(value, str) and value:
+            kibana = _KIBANA_TIME.fullmatch(value.strip())
+            if kibana:
+                value = f"{kibana[1]} {kibana[2]} {kibana[4]}"
+                return parse_line_time(f"{value} x", timectx).time
+            found = parse_iso(value.replace(" ", "T", 1) if value[4:5] == "-" else value, timectx)
+            if found is not None:
+                return found
+    return None
+
+
+def _csv_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
+    """A CSV row of a log store's export: the first cell a time, a short cell without blanks the host, the
+    last cell the message (whose own syslog header, when it has one, wrapped_record has read already)."""
+    try:
+        cells = next(csv.reader([text]))
+    except (csv.Error, StopIteration):
+        return None
+    if len(cells) < 2:
+        return None
+    when = _record_time({"time": cells[0]}, timectx)
+    host = next((c for c in cells[1:-1] if c and " " not in c and len(c) <= 255), None)
+    return ParsedStamp(time=when, message=cells[-1], fmt=EXPORT_RECORD, host=host, uptime=None,
+                       assumptions=stamp.assumptions, tag=None)
 
 
 _JOURNAL_FIELD = re.compile(r"[ \t]*([A-Z_][A-Z0-9_]{0,63})=(.*)")
