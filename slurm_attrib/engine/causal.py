@@ -66,12 +66,16 @@ class CausalModel:
                    decision_window_s=float(params.get("decision_window_s", 0.0)))
 
     def classes_of(self, sym: Symptom) -> frozenset[str]:
-        """The classes the symptom belongs to: a function of its kind and category alone, so it is
-        worked out once per pair (the refine phase asks it for every candidate cause of every symptom)."""
-        key = (sym.kind, sym.category)
+        """The classes the symptom belongs to: a function of its kind and category (and whether it is an
+        exception of the program's own code, ``fields.code_error``), so it is worked out once per pair (the
+        refine phase asks it for every candidate cause of every symptom)."""
+        key = (sym.kind, sym.category, sym.fields.get("code_error") is True)
         found = self._classes_by_kind.get(key)
         if found is None:
-            found = self._classes_by_kind[key] = frozenset(c.name for c in self.classes if c.contains(sym))
+            found = frozenset(c.name for c in self.classes if c.contains(sym))
+            if key[2]:  # an exception the program's own data or code raises: no fault of a device causes it
+                found = found - {"app_error", "app_hw_error"}
+            self._classes_by_kind[key] = found
         return found
 
     def explains(self, cause: Symptom, effect: Symptom) -> bool:

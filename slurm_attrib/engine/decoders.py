@@ -177,6 +177,9 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     without one (the header was cut from a pasted log, or the line is only logged) it stays a weaker
     candidate (``fields.traceback_seen: false``)."""
     stream = stream_key(extra.get("stream"))
+    exception = str(sym.fields.get("exception", "")).rsplit(".", 1)[-1]
+    if exception in _CODE_ERRORS and not _DEVICE_WORDS.search(str(sym.fields.get("message", ""))):
+        sym.fields["code_error"] = True  # refine's causal model: no device fault explains it
     if _CORRUPT_DATA.search(f"{sym.fields.get('exception', '')}: {sym.fields.get('message', '')}"):
         # bytes that came back wrong: a file the job wrote badly (or that is not what it expects) as often as a
         # file system that returned zeros or a short read; alone, both readings
@@ -198,6 +201,14 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     return True
 
 
+# exceptions a program's own data or code raises (a missing key or column, a bad index or type, an assertion
+# on its own values, a file or module that is not there): a GPU or link fault makes CUDA, NCCL or the OS fail
+# with their own errors, not these
+_CODE_ERRORS = frozenset({"KeyError", "IndexError", "TypeError", "AttributeError", "NameError", "UnboundLocalError",
+                          "AssertionError", "FileNotFoundError", "ModuleNotFoundError", "ZeroDivisionError",
+                          "NotImplementedError", "SyntaxError", "IndentationError", "RecursionError",
+                          "JSONDecodeError", "UnicodeDecodeError", "UnicodeEncodeError", "KeyboardInterrupt"})
+_DEVICE_WORDS = re.compile(r"(?i)cuda|nccl|cudnn|cublas|device|gpu|xid|nvlink|ecc|hip\b|rocm")
 # a read that found corrupt or truncated data: TensorFlow's DataLossError ('corrupted record at 0'), a torch
 # checkpoint that is no zip archive, a pickle or safetensors header that does not parse
 _CORRUPT_DATA = re.compile(r"DataLossError|[Cc]orrupted record at|[Tt]runcated record at|failed finding central "

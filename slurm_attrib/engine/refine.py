@@ -248,6 +248,7 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     tier = int(rule_.params.get("tier_width", 10))
     floor = int(rule_.params.get("unplaced_min_strength", 40))
     leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor)]
+    leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
@@ -276,6 +277,22 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
             out.append(sym)
             seen_nodes.add(sym.node)
     return out
+
+
+def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], window_s: float,
+                     leaders: list[Symptom]) -> list[Symptom]:
+    """An exception of the program's own code (a KeyError on a missing column: ``fields.code_error``) within
+    ``window_s`` of an infrastructure leader that cannot have caused it: the job may have died of either, so
+    the first such exception co-leads."""
+    if leader.responsible != "infrastructure" or leader.time is None:
+        return []
+    span = ctx.tolerance(window_s)
+    for sym in timed:
+        if sym in leaders or not sym.fields.get("code_error") or sym.time is None or sym.role != "candidate":
+            continue
+        if abs(sym.time - leader.time) <= span and not ctx.causal.explains(leader, sym):
+            return [sym]
+    return []
 
 
 def _unplaced(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], floor: int) -> list[Symptom]:
