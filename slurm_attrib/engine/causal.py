@@ -44,7 +44,7 @@ class CausalModel:
     independent: frozenset[str] = frozenset()
     decision_window_s: float = 0.0
     single_node: Optional[str] = None  # the job's only node: a symptom without a node happened there
-    _classes_by_kind: dict[tuple[str, str], frozenset[str]] = field(
+    _classes_by_kind: dict[tuple[str, str, bool], frozenset[str]] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     @classmethod

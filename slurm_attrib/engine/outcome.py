@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Optional
 
 from ..errors import RuleError
@@ -61,6 +62,25 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     category, responsible = policy.outcomes[state]
     leader = ctx.leaders[0] if ctx.leaders else None
     threshold = int(rule_.params.get("hardware_overrides_at", 80))
+    ended = _slurm_ended_at(ctx)
+    if leader and ended is not None and leader.time is not None and \
+            leader.time > ended + ctx.tolerance(ctx.settings.skew_s):
+        # Slurm had already cancelled, preempted or lost the job: a fault after that did not end it
+        ctx.outcome.annotations.append(f"{_describe(leader)} came after Slurm ended the job "
+                                       f"({ended.strftime('%Y-%m-%dT%H:%M:%SZ')}): check that node, but it did "
+                                       "not end this job")
+        leader = None
+    lost = _lost_nodes(ctx)
+    if leader and state == "NODE_FAIL" and lost and leader.node and leader.node not in lost \
+            and leader.responsible == "infrastructure" and leader.strength >= threshold:
+        # a fault on a node that stayed up does not say why Slurm lost another one: both are candidates
+        reports = [s for s in ctx.active() if s.kind == "srun_node_failure"] or \
+            [s for s in ctx.symptoms if s.kind == "job_state"]
+        nodes = ", ".join(sorted({*lost, str(leader.node)}))
+        return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="infrastructure",
+                       candidates=[leader, *reports[:1]], culprit_nodes=[],
+                       summary=f"{_describe(leader)}; and Slurm lost {', '.join(lost)}",
+                       annotations=[*ctx.outcome.annotations, f"candidate nodes: {nodes}"])
     if leader and leader.responsible == "infrastructure" and leader.strength >= threshold and (
             state != "NODE_FAIL" or (leader.node and leader.category not in ("node_failure", "unknown"))):
         # a node that failed after its GPU fell off the bus failed for that: the part is named, not just the node
@@ -84,6 +104,24 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
     return _decide(ctx, rule_, status="attributed", category=category, responsible=responsible, root=root,
                    culprit_nodes=culprits, summary=summary)
+
+
+# slurmstepd's and srun's words that Slurm itself ended the job (req.c: CANCELLED AT <t> [DUE TO ...])
+_ENDING_KINDS = ("slurm_time_limit", "slurm_preempted", "slurm_cancelled", "slurm_requeued", "srun_node_failure")
+
+
+def _slurm_ended_at(ctx: EngineContext) -> Optional[datetime]:
+    """When Slurm says it ended the job: the earliest of its cancel lines' own times."""
+    times = [s.time for s in ctx.active() if s.kind in _ENDING_KINDS and s.time is not None
+             and not s.fields.get("time_inferred")]
+    return min(times) if times else None
+
+
+def _lost_nodes(ctx: EngineContext) -> list[str]:
+    """The nodes Slurm lost: named by srun's 'Node failure on X', or whose bundle never arrived."""
+    named = {s.node for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node}
+    missing = {node for node, state in ctx.job.node_bundles if state == "missing"}
+    return sorted(n for n in named | missing if n)
 
 
 def _state_evidence(ctx: EngineContext, wanted: Optional[str]) -> Optional[Symptom]:

@@ -297,13 +297,18 @@ def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], 
 
 def _unplaced(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], floor: int) -> list[Symptom]:
     """Candidates with no time at all (not even a neighbour's bound), at least ``floor`` strong, that the
-    timed leader cannot cause and that could not have caused it: which came first is unknown, so neither
-    leads alone. One per category."""
-    if leader.time is None:
-        return []
+    leader cannot cause and that could not have caused it: which came first is unknown, so neither leads
+    alone. One per category. With no time anywhere the strongest leads, and only an error that says the
+    device worked (a CUDA OOM with the allocator's figures) or a fault of the program's own code co-leads
+    beside an untimed infrastructure fault."""
     out: list[Symptom] = []
+    untimed_fault = leader.time is None and leader.responsible == "infrastructure"
+    if leader.time is None and not untimed_fault:
+        return []
     for sym in candidates:
         if sym.time is not None or sym is leader or sym.strength < floor:
+            continue
+        if untimed_fault and not (sym.category == "gpu_oom" or sym.fields.get("code_error")):
             continue
         if sym.category == leader.category or ctx.causal.explains(leader, sym) or ctx.causal.explains(sym, leader):
             continue
