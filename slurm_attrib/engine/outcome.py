@@ -236,6 +236,9 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     if any(s.responsible == "infrastructure" for s in ctx.leaders):
         return []
     found = [s for s in ctx.symptoms if s.fields.get("near_window")]  # set only when the window filter drops it
+    if any(s.fields.get("code_error") for s in ctx.leaders):
+        # the program's own code error leads, which no fault outside the window can have caused
+        found = [s for s in found if any(ctx.causal.explains(s, leader) for leader in ctx.leaders)]
     first_per_node: dict[Optional[str], Symptom] = {}
     for sym in sorted(found, key=lambda s: (-s.strength, *Symptom.sort_key(s))):
         first_per_node.setdefault(sym.node, sym)
