@@ -6,7 +6,7 @@ import csv
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Optional
@@ -49,7 +49,7 @@ from .ranks import (
     stream_key,
 )
 from .registry import DECODERS, RULES
-from .timeinfer import LineStamps, infer_time, next_time, time_context
+from .timeinfer import LineStamps, infer_time, next_time, shift_time, time_context
 
 INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
 
@@ -638,13 +638,7 @@ def correct_clocks(ctx: EngineContext) -> None:
         skew = skews.get(sym.node) if sym.node else None
         if not skew or sym.time is None:
             continue
-        shift = timedelta(seconds=-skew)
-        sym.time = sym.time + shift
-        sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
-        upper = sym.fields.get("time_upper")
-        bound = parse_iso(upper) if isinstance(upper, str) else None
-        if bound is not None:
-            sym.fields["time_upper"] = format_utc(bound + shift)
+        shift_time(sym, timedelta(seconds=-skew))
 
 
 def _unalias(fields: dict[str, Any]) -> dict[str, Any]:
@@ -681,13 +675,7 @@ def apply_clock_offsets(symptoms: list[Symptom]) -> None:
         found = offsets.get(sym.node) if sym.node and sym.kind != "clock_offset" else None
         if found is None or sym.time is None or (found[1] is not None and sym.time >= found[1]):
             continue
-        shift = timedelta(seconds=found[0])
-        sym.time = sym.time + shift
-        sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
-        upper = sym.fields.get("time_upper")
-        bound = parse_iso(upper) if isinstance(upper, str) else None
-        if bound is not None:
-            sym.fields["time_upper"] = format_utc(bound + shift)
+        shift_time(sym, timedelta(seconds=found[0]))
         sym.notes.append(f"stamp moved by {found[0]:+g} s: the time daemon on {sym.node} said its clock was off")
 
 

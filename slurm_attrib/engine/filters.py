@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional
 
 from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
-from ..timestamps import TimeContext, format_utc, parse_iso, parse_line_time
+from ..timestamps import TimeContext, format_utc, parse_line_time
 from .context import EngineContext
 from .params import str_list
 from .ranks import split_rank
 from .registry import rule
-from .timeinfer import latest_time, time_context
+from .timeinfer import latest_time, shift_time, time_context
 
 
 def matches_when(when: dict[str, Any], sym: Symptom) -> bool:
@@ -155,14 +154,7 @@ def _utc_application_logs(ctx: EngineContext) -> list[str]:
         if any(ctx.in_window(when + shifts[id(s)]) is not True for s in own if (when := ctx.job_clock(s))):
             continue
         for sym in symptoms:
-            assert sym.time is not None
-            shift = shifts[id(sym)]
-            sym.time = sym.time + shift
-            sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
-            upper = sym.fields.get("time_upper")
-            when = parse_iso(upper) if isinstance(upper, str) else None
-            if when is not None:
-                sym.fields["time_upper"] = format_utc(when + shift)
+            shift_time(sym, shifts[id(sym)])
             sym.notes.append("stamp read as UTC: its file's stamps fit the job only so")
         moved.append(rel)
     return moved

@@ -5,12 +5,13 @@ the following one)."""
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Optional
 
 from ..model import Symptom
 from ..scan import LOOKBACK_BYTES, Line, decode
-from ..timestamps import ParsedStamp, TimeContext, parse_iso, parse_line_time, zone_from_name
+from ..timestamps import ParsedStamp, TimeContext, format_utc, parse_iso, parse_line_time, zone_from_name
 from .context import EngineContext
 from .ranks import Stream, StreamKey, split_rank, stream_key
 
@@ -187,3 +188,15 @@ def _upper_time(text: str) -> Optional[datetime]:
     """:func:`parse_iso` of a ``time_upper`` field: a burst of unstamped lines shares a few bounds, and the
     refine and outcome phases ask for each symptom's again and again."""
     return parse_iso(text)
+
+
+def shift_time(sym: Symptom, shift: timedelta) -> None:
+    """Move a symptom's time, its evidence's and its upper bound by ``shift`` (a clock found off, a log read
+    in another zone)."""
+    if sym.time is not None:
+        sym.time = sym.time + shift
+    sym.evidence = [replace(e, time=e.time + shift if e.time else None) for e in sym.evidence]
+    upper = sym.fields.get("time_upper")
+    bound = parse_iso(upper) if isinstance(upper, str) else None
+    if bound is not None:
+        sym.fields["time_upper"] = format_utc(bound + shift)
