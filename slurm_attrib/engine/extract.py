@@ -512,9 +512,9 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
     if stamp.fmt not in _WRAPPER_FORMATS:
         return stamp  # a kernel line's own stamp (dmesg, syslog, journal): what follows it is the message
     head = text[:match_start]
-    headers = list(_INNER_HEADER.finditer(head))
-    inner = headers[-1] if headers else None
-    if inner is not None and inner.start() > 0:
+    # the first header: the one the tool wrapped; a later one is inside that program's own message
+    inner = _INNER_HEADER.search(head, 1)
+    if inner is not None:
         found = parse_line_time(text[inner.start():], timectx)
         if found.fmt in SYSLOG_FORMATS:
             return found
