@@ -218,9 +218,13 @@ def classify_line(sym: Symptom, text: str) -> bool:
 
 @decoder("gpu_cuda_status")
 def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """A CUDA error named by enum, by number or by its message in any framework's wording."""
+    """A CUDA error named by enum, by number or by its message in any framework's wording. cuInit takes no
+    argument a program could get wrong: its 'invalid value' is the driver's state, which the lines around it
+    (a driver/library mismatch) say; it decides nothing by itself."""
     if not classify_line(sym, extra["text"]):
         return False
+    if "cuInit" in extra["text"] and sym.fields.get("cuda_error") in _CALL_ERRORS:
+        sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
     sym.summary = f"{sym.fields['cuda_error']} on rank {'?' if sym.rank is None else sym.rank}: " \
                   f"{str(sym.fields.get('error') or sym.fields.get('name') or '').strip()}"[:300]
     return True

@@ -275,3 +275,21 @@ def decode_pals_rpc(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     if sym.fields.get("rpc") == "launch" or ("seconds" in sym.fields and "reporter" not in sym.fields):
         sym.strength = 45
     return True
+
+
+# the plugin loader's words for a plugin that is there but did not load (src/common/plugin.c plugin_strerror),
+# and PMIx's own
+_PLUGIN_LOAD_FAILED = re.compile(r"Couldn't load specified plugin name for|can not load PMIx library|"
+                                 r"Plugin init\(\) callback failed|Dlopen of plugin file failed|"
+                                 r"Incompatible plugin version|Plugin name/type/version symbol missing")
+
+
+@decoder("slurm_plugin_load")
+def decode_plugin_load(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A plugin the site's Slurm has but could not load (its library gone, a build against another PMIx) is
+    the installation's, not the job's request: node_failure without a culprit."""
+    if sym.fields.get("loaded") or any(_PLUGIN_LOAD_FAILED.search(text) for text in line.preceding(6)):
+        sym.kind, sym.category, sym.responsible, sym.strength = "plugin_load_error", "node_failure", "unknown", 50
+        sym.actions = ("the site's Slurm installation: rebuild or reinstall the plugin's library (for mpi/pmix, "
+                       "the PMIx it was built against), then check 'srun --mpi=list'",)
+    return True
