@@ -43,7 +43,8 @@ def render_text(diag: Diagnosis) -> str:
     if diag.candidates:
         lines.append("candidates (the evidence does not decide between them):")
         for cand in diag.candidates:
-            lines.append(f"  - {cand.summary} on {_where(cand)} at {iso(cand.time)}  [{_cite(cand)}]")
+            lines.append(f"  - {cand.category}: {cand.summary} on {_where(cand)} at {iso(cand.time) or 'unknown time'}"
+                         f"  [{_cite(cand)}]")
         lines.append("")
     lines += _supporting_lines(diag.supporting)
     if diag.annotations:
