@@ -95,6 +95,7 @@ class ParsedStamp:
     uptime: float | None
     assumptions: tuple[str, ...]
     tag: str | None = None  # the syslog program tag (``kernel``, ``alice[4242]``) where the format has one
+    facility: int | None = None  # the syslog facility where the format carries one (0: kern; a user can't set it)
 
 
 # --- regular expressions (compiled once) -------------------------------------------------------------
@@ -113,13 +114,16 @@ _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
 # the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):
 # a first word that ends with a colon is the tag, never a host
 # BusyBox syslogd writes the facility and level between the host and the tag ("host kern.err kernel: ...")
-_FACILITY = (r"(?:(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])"
+_FACILITY = (r"(?:(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])"
              r"\.(?:emerg|alert|crit|err|error|warn|warning|notice|info|debug) )?")
+_FACILITY_NUMBERS = {name: number for number, name in enumerate(
+    ("kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp"))} | {
+    f"local{n}": 16 + n for n in range(8)}
 _HOST_TAG = rf"(?:(?P<host>\S*[^\s:]) )?{_FACILITY}(?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?"
 _RANK = r"(?:\[[A-Za-z]*\d+\]:){0,2}"
 _LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \t]"
 
-_PRIORITY = r"(?:<\d{1,3}>)?"  # dmesg -r / --raw: the syslog priority before the stamp
+_PRIORITY = r"(?:<(?P<kpri>\d{1,3})>)?"  # dmesg -r / --raw, rsyslog's forward formats: the priority first
 # dmesg -x / --decode: facility and level before the stamp, each padded ("kern  :err   : [ 12.5] ...")
 _DECODED = (r"(?:(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
             r" *(?:emerg|alert|crit|err|warn|notice|info|debug) *: +)?")
@@ -380,7 +384,16 @@ def _stamp(
     tag: str | None = None,
 ) -> ParsedStamp:
     """Build the result: the message is whatever follows the matched prefix in the full line."""
-    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, tuple(sorted(set(notes))), tag)
+    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, tuple(sorted(set(notes))), tag, _facility(m))
+
+
+def _facility(m: re.Match[str]) -> int | None:
+    """The syslog facility the line's priority (``<PRI>``) or BusyBox's ``facility.level`` names, else None."""
+    pri = _opt(m, "kpri") or _opt(m, "pri")
+    if pri is not None:
+        return int(pri) >> 3
+    name = _opt(m, "fac")
+    return _FACILITY_NUMBERS.get(name) if name is not None else None
 
 
 def _uptime_of(m: re.Match[str]) -> float | None:

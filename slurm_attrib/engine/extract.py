@@ -143,7 +143,7 @@ class Extractor:
         extract_files(ctx, ctx.bundle.files, self._scan_file, prepare=will_count)
         place_ranks(ctx.symptoms)
         correct_clocks(ctx)
-        apply_clock_offsets(ctx.symptoms)
+        apply_clock_offsets(ctx)
 
     def _scan_file(self, ctx: EngineContext, bf: BundleFile) -> None:
         rules = self.line_rules.get(bf.source, [])
@@ -276,6 +276,9 @@ class KernelLines:
         tag = stamp.tag
         if programs and tag is not None and tag.split("[", 1)[0] in programs:
             return None if self._host_refused(line, stamp) else TRUST_UNVERIFIED
+        if stamp.facility not in (None, 0):  # a program's, whatever its tag says: no program writes facility kern
+            self._refuse(f"written with syslog facility {stamp.facility}, not the kernel's (0)", line)
+            return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
             if tag is not None:  # the journal says which program wrote the record, wherever the match lies
@@ -651,15 +654,23 @@ def _unalias(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 CLOCK_OFFSET_MIN_S = 60.0  # a smaller offset is the skew tolerance's to absorb
+# the daemon's own line: its name with its pid (openlog's LOG_PID), or a journal record of its own command
+_DAEMON_WROTE = re.compile(r"\b(?:chronyd|ntpd)\[\d{1,10}\]: |\"_COMM\"\s*:\s*\"(?:chronyd|ntpd)\"")
 
 
-def apply_clock_offsets(symptoms: list[Symptom]) -> None:
+def apply_clock_offsets(ctx: EngineContext) -> None:
     """Move the stamps of a node whose time daemon said its clock was off (kernel.clock_offset): by the slewed
     offset all of them, by a step's offset those stamped before the step. One statement per node decides, the
-    first; the daemon's own line stays as stamped. Run before the symptoms are sorted."""
+    first the daemon itself wrote (with its pid); the daemon's own line stays as stamped. Such a line is only
+    unverified (a user can write it with logger), so a stamp it would move across the job window's edge is not
+    moved: it is marked ``clock_in_doubt`` and a fault so marked never decides alone (filter.outside_job_window).
+    Run before the symptoms are sorted."""
+    symptoms = ctx.symptoms
     offsets: dict[str, tuple[float, Optional[datetime]]] = {}
     for sym in symptoms:
         if sym.kind != "clock_offset" or not sym.node or sym.node in offsets or sym.time is None:
+            continue
+        if not sym.evidence or not _DAEMON_WROTE.search(sym.evidence[0].raw):
             continue
         fields = sym.fields
         value = fields.get("wrong") or fields.get("stepped") or fields.get("ntp_step")
@@ -675,7 +686,13 @@ def apply_clock_offsets(symptoms: list[Symptom]) -> None:
         found = offsets.get(sym.node) if sym.node and sym.kind != "clock_offset" else None
         if found is None or sym.time is None or (found[1] is not None and sym.time >= found[1]):
             continue
-        shift_time(sym, timedelta(seconds=found[0]))
+        shift = timedelta(seconds=found[0])
+        if ctx.in_window(sym.time) != ctx.in_window(sym.time + shift):
+            sym.fields["clock_in_doubt"] = found[0]
+            sym.notes.append(f"the time daemon on {sym.node} said its clock was off by {found[0]:+g} s: read so, "
+                             "this would lie on the other side of the job window's edge; kept as stamped, in doubt")
+            continue
+        shift_time(sym, shift)
         sym.notes.append(f"stamp moved by {found[0]:+g} s: the time daemon on {sym.node} said its clock was off")
 
 

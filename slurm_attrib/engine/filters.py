@@ -111,8 +111,9 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
                            "tolerance)")
             dropped[sym.evidence[0].source if sym.evidence else "other"] += 1
             assert when is not None
-            if sym.role == "candidate" and sym.responsible == "infrastructure" and ctx.beyond_window(when) <= near:
-                sym.fields["near_window"] = True
+            if sym.role == "candidate" and sym.responsible == "infrastructure" and (
+                    ctx.beyond_window(when) <= near or "clock_in_doubt" in sym.fields):
+                sym.fields["near_window"] = True  # a clock said to be off may put it inside: ambiguous, not dropped
     if unread:
         ctx.notes.append(f"{unread} kernel symptom(s) with a time stamp in a form the engine cannot read were not "
                          "used: they cannot be placed in the job window")
@@ -186,9 +187,9 @@ def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for sym in ctx.symptoms:
         when = ctx.job_clock(sym)
-        if when is None or when >= start or sym.responsible != "infrastructure" \
+        if when is None or when >= start or sym.responsible != "infrastructure" or "clock_in_doubt" in sym.fields \
                 or sym.role != "candidate" or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
-            continue
+            continue  # (a stamp its node's time daemon put in doubt stays as outside_job_window left it)
         early = format_utc(when)
         met = _job_met(ctx, sym, witnesses)
         if met:
