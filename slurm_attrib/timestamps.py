@@ -560,12 +560,18 @@ def _h_journal_json(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStam
 def journal_tag(fields: dict[str, object]) -> str | None:
     """The program a journal record came from: ``kernel`` only when the journal read it from the kernel
     (``_TRANSPORT=kernel``). Any other transport is a program's, whatever its SYSLOG_IDENTIFIER says
-    (``logger -t kernel`` sets that): its identifier, command or transport, never the bare word ``kernel``.
+    (``logger -t kernel`` sets that): its identifier, command or transport, never the bare word ``kernel``; an
+    identifier that is not the command the journal saw (``_COMM``) is named with it, so it matches no daemon.
     A record without a transport (a hand-made export) names its identifier, or nothing."""
     transport = fields.get("_TRANSPORT")
     if transport == "kernel":
         return "kernel"
     named = next((v for v in (fields.get("SYSLOG_IDENTIFIER"), fields.get("_COMM")) if isinstance(v, str) and v), None)
+    comm = fields.get("_COMM")
+    if isinstance(named, str) and isinstance(comm, str) and comm and named[:15] != comm[:15]:
+        # the journal's own record of the command (at most 15 characters) is not the identifier it was given:
+        # logger -t nv-fabricmanager, not the daemon
+        return f"{named}({comm})"
     if not isinstance(transport, str):
         return named
     tag = named or transport

@@ -290,7 +290,7 @@ JOURNAL_CASES = [
                  "kernel", "NVRM: Xid 79", id="json-kernel"),
     pytest.param('{"__CURSOR":"s=5f;i=3c","__REALTIME_TIMESTAMP":"1732323002204117","_TRANSPORT":"journal",'
                  '"_COMM":"dockerd","SYSLOG_IDENTIFIER":"3f2a1b0c9d8e","MESSAGE":"NVRM: Xid 79"}', "journal_json",
-                 "2024-11-23T00:50:02.204117", None, "3f2a1b0c9d8e", "NVRM: Xid 79", id="json-container"),
+                 "2024-11-23T00:50:02.204117", None, "3f2a1b0c9d8e(dockerd)", "NVRM: Xid 79", id="json-container"),
     pytest.param('{"__CURSOR":"s=5f","__REALTIME_TIMESTAMP":"1732323002204117","_TRANSPORT":"syslog",'
                  '"SYSLOG_IDENTIFIER":"kernel","MESSAGE":[78,86,82,77]}', "journal_json",
                  "2024-11-23T00:50:02.204117", None, "kernel(syslog)", "NVRM", id="json-logger-as-kernel"),

@@ -266,6 +266,9 @@ class KernelLines:
                         if name} | _ANONYMOUS_HOSTS
         origin = ctx.bundle.kernel_origin(bf.node)
         self.trusted_file = origin == "" or origin in TRUSTED_KERNEL_ORIGINS  # "": a bundle made by hand
+        # the epilog read it from the node's own journal or ring buffer: a host name in it that is not the
+        # node's NodeName is the node's name for itself (a cloud VM's ip-10-0-1-17), not another machine
+        self.own_origin = origin in TRUSTED_KERNEL_ORIGINS
         self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
 
     def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int,
@@ -301,13 +304,14 @@ class KernelLines:
     def _host_refused(self, line: Line, stamp: ParsedStamp) -> bool:
         """The line's own host is not the file's node (refused, and counted): another node of the job, or a
         host outside it (a forwarded line of another machine in this node's file) that is none of the
-        node's own names (its NodeName, its facts' hostname, localhost)."""
+        node's own names (its NodeName, its facts' hostname, localhost), unless the epilog read the file
+        from the node's own journal or ring buffer."""
         if self.own and isinstance(stamp.host, str) and stamp.host:
             named = match_node(self.nodes, stamp.host)
             if named is not None and named != self.own:
                 self._refuse(f"host {named} named inside {self.own}'s log", line)
                 return True
-            if named is None and stamp.host.split(".", 1)[0].lower() not in self.aliases \
+            if named is None and not self.own_origin and stamp.host.split(".", 1)[0].lower() not in self.aliases \
                     and not _PLACEHOLDER_HOST.fullmatch(stamp.host):
                 self._refuse(f"host {_short(stamp.host)}, not a node of the job, named inside {self.own}'s log",
                              line)
@@ -499,6 +503,9 @@ EXPORT_RECORD = "export_record"  # a line a log store exported (CSV row, JSON ob
 # CloudWatch's columns): a month and day or an ISO date, a clock, a host and a program's tag
 _INNER_HEADER = re.compile(r"(?:(?<=[\s\"',{])|^)(?:[A-Z][a-z]{2} [ \d]\d |\d{4}-\d{2}-\d{2}T)\d{2}:\d{2}:\d{2}\S* "
                            r"\S{1,255} (?:\w{1,10}\.\w{1,10} )?[^\s:\[\]]{1,64}(?:\[\d{1,10}\])?: ")
+# Loki logcli's label set after its stamp ('{host="EVE", syslog_identifier="alice"} '), and one pair of it
+_LOGCLI_LABELS = re.compile(r'(?:^|(?<=\s))\{((?:[\w.]{1,64}="(?:[^"\\]|\\.){0,512}"(?:, )?){0,32})\} ')
+_LOGCLI_PAIR = re.compile(r'([\w.]{1,64})="((?:[^"\\]|\\.){0,512})"')
 # what a tool that wraps a line puts first: no stamp it knows, or a bare date-time without a host or a tag
 _WRAPPER_FORMATS = frozenset({"", "iso8601", "python_logging", "bracket_iso"})
 _HOST_KEYS = ("_HOSTNAME", "hostname", "host_name", "host.name", "host", "kubernetes.host", "resource_name")
@@ -515,14 +522,29 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
     if stamp.fmt not in _WRAPPER_FORMATS:
         return stamp  # a kernel line's own stamp (dmesg, syslog, journal): what follows it is the message
     head = text[:match_start]
+    labels = _LOGCLI_LABELS.search(head)
+    if labels is not None:  # Loki logcli's '<stamp> {k="v", ...} <line>': the labels say who, the line is text
+        named = dict(_LOGCLI_PAIR.findall(labels.group(1)))
+        if any(k in named for k in ("syslog_identifier", "transport", "_transport", "unit", "app")):
+            transport = named.get("transport") or named.get("_transport")
+            tag = journal_tag({"_TRANSPORT": transport, "SYSLOG_IDENTIFIER": named.get("syslog_identifier")
+                               or named.get("app") or named.get("unit")})
+            return ParsedStamp(time=stamp.time, message=stamp.message, fmt=EXPORT_RECORD,
+                               host=named.get("host") or named.get("hostname"), uptime=None,
+                               assumptions=stamp.assumptions, tag=tag or "-")
+        head = head[labels.end():]
+        text = text[labels.end():]
+        match_start -= labels.end()
+    elif head.lstrip()[:2] == '{"':  # a JSON record: its own fields say who; a header inside a value is text
+        return _json_record(text[head.index('{"'):], stamp, timectx) or stamp
     # the first header: the one the tool wrapped; a later one is inside that program's own message
-    inner = _INNER_HEADER.search(head, 1)
+    inner = (_INNER_HEADER.match(head) if labels is not None else None) or _INNER_HEADER.search(head, 1)
     if inner is not None:
         found = parse_line_time(text[inner.start():], timectx)
         if found.fmt in SYSLOG_FORMATS:
             return found
     brace = head.find('{"')
-    if brace >= 0:
+    if brace >= 0 and labels is None:
         return _json_record(text[brace:], stamp, timectx) or stamp
     if text[:1] == '"':
         return _csv_record(text, stamp, timectx) or stamp
@@ -591,11 +613,17 @@ def _csv_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional
     if len(cells) < 2:
         return None
     when = _record_time({"time": cells[0]}, timectx)
-    host = next((c for c in cells[1:-1] if c and " " not in c and len(c) <= 255), None)
+    words = [c for c in cells[1:-1] if c and " " not in c and len(c) <= 255]
+    host = words[0] if words else None
+    # a second such cell is the program (Kibana's process.name, Splunk's sourcetype or app): only 'kernel' is
+    # the kernel's; without one the row names no program and stays unverified
+    tag = words[1] if len(words) > 1 else None
     return ParsedStamp(time=when, message=cells[-1], fmt=EXPORT_RECORD, host=host, uptime=None,
-                       assumptions=stamp.assumptions, tag=None)
+                       assumptions=stamp.assumptions, tag=tag)
 
 
+_BINARY_FIELD = re.compile(r"[ \t]*[A-Z_][A-Z0-9_]{0,63}[ \t]*$")
+_RAW_BYTES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")  # a binary field's length bytes
 _JOURNAL_FIELD = re.compile(r"[ \t]*([A-Z_][A-Z0-9_]{0,63})=(.*)")
 JOURNAL_RECORD_LINES = 120  # a record of journalctl -o export / verbose is read no further either way
 
@@ -607,12 +635,17 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
     line that is no field (the next verbose head)."""
     fields: dict[str, object] = {}
     head: Optional[ParsedStamp] = None
+    forged = False
     for text in line.preceding(JOURNAL_RECORD_LINES):
         found = _JOURNAL_FIELD.match(text)
         if found is None:
-            if text.strip():
+            if _BINARY_FIELD.match(text) or _RAW_BYTES.search(text):
+                forged = True  # export writes a field with newlines as 'NAME', a 64-bit length and raw bytes
+            elif text.strip():
                 head = parse_line_time(text, timectx)
             break
+        if found.group(1) in fields and found.group(1).startswith("_"):
+            forged = True  # the journal sets each trusted field once: a second one is a message's text
         fields.setdefault(found.group(1), found.group(2))
         if found.group(1) == "__CURSOR":
             break
@@ -627,7 +660,8 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
         time = parse_line_time(f"__REALTIME_TIMESTAMP={realtime}", timectx).time
     host = fields.get("_HOSTNAME")
     return ParsedStamp(time=time, message=stamp.message, fmt=stamp.fmt, host=host if isinstance(host, str) else None,
-                       uptime=None, assumptions=stamp.assumptions, tag=journal_tag(fields))
+                       uptime=None, assumptions=stamp.assumptions,
+                       tag="journal-binary-data" if forged else journal_tag(fields))
 
 
 def correct_clocks(ctx: EngineContext) -> None:

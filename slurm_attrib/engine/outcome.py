@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Optional
 
+from ..bundle import TRUSTED_KERNEL_ORIGINS
 from ..errors import RuleError
 from ..model import SOURCE_APP, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
@@ -210,9 +211,13 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                                     "it on the same node or GPU"])
     if ctx.leaders:
         root = ctx.leaders[0]
+        culprits = _blamed(root, str_list(rule_, "shared_categories"))
+        if culprits and _unbacked_app_claim(ctx, root):
+            culprits = []
+            notes.append(f"only the application's output says {root.node}'s GPU failed, and that node's own kernel "
+                         "log, collected for the job, holds no GPU error: the node is not named")
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
-                       root=root, culprit_nodes=_blamed(root, str_list(rule_, "shared_categories")),
-                       summary=_describe(root), annotations=notes)
+                       root=root, culprit_nodes=culprits, summary=_describe(root), annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
                    summary=_unattributed_summary(ctx, str_list(rule_, "success_states")), annotations=notes)
 
@@ -243,6 +248,21 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     for sym in sorted(found, key=lambda s: (-s.strength, *Symptom.sort_key(s))):
         first_per_node.setdefault(sym.node, sym)
     return sorted(first_per_node.values(), key=Symptom.sort_key)
+
+
+_GPU_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink")
+
+
+def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
+    """A GPU fault only the job's own output reports (its text is the user's to write: a printed line, a forged
+    rank prefix) on a node whose kernel log the epilog collected (a trusted origin) and that shows no GPU
+    fault of its own, within the window or not."""
+    if root.category not in _GPU_CATEGORIES or not root.node or any(e.source != SOURCE_APP for e in root.evidence):
+        return False
+    if ctx.bundle.kernel_origin(root.node) not in TRUSTED_KERNEL_ORIGINS:
+        return False
+    return not any(s.node == root.node and s.category in _GPU_CATEGORIES and s.evidence
+                   and s.evidence[0].source != SOURCE_APP for s in ctx.symptoms)
 
 
 def _blamed(root: Symptom, shared_categories: tuple[str, ...]) -> list[str]:
