@@ -178,6 +178,9 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     candidate (``fields.traceback_seen: false``)."""
     stream = stream_key(extra.get("stream"))
     exception = str(sym.fields.get("exception", "")).rsplit(".", 1)[-1]
+    if exception == "TimeoutError" and any(_WORKER_WAIT.search(text) for text in line.preceding(8)):
+        return False  # vLLM's engine gave up waiting on a worker that hung: a hang, whoever's; not the code's
+
     if exception in _CODE_ERRORS and not _DEVICE_WORDS.search(str(sym.fields.get("message", ""))):
         sym.fields["code_error"] = True  # refine's causal model: no device fault explains it
     if _CORRUPT_DATA.search(f"{sym.fields.get('exception', '')}: {sym.fields.get('message', '')}"):
@@ -201,6 +204,9 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     return True
 
 
+# vLLM's engine waiting on its workers' shared-memory queue or RPC (shm_broadcast.py, multiproc_executor.py)
+_WORKER_WAIT = re.compile(r"shm_broadcast\.py|multiproc_executor\.py|\.dequeue\(|"
+                          r"No available shared memory broadcast block")
 # exceptions a program's own data or code raises (a missing key or column, a bad index or type, an assertion
 # on its own values, a file or module that is not there): a GPU or link fault makes CUDA, NCCL or the OS fail
 # with their own errors, not these
