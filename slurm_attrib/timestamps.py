@@ -530,30 +530,44 @@ def _h_rfc5424(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | N
     return _stamp("rfc5424", m, line, resolved[0], resolved[1], host=host, tag=tag)
 
 
+def from_epoch_micros(micros: int) -> datetime:
+    """A UTC time from microseconds since the epoch (the journal's __REALTIME_TIMESTAMP)."""
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def json_object(text: str, limit: int = JOURNAL_JSON_MAX) -> dict[str, object] | None:
+    """``text`` read as one JSON object, or None: not JSON, not an object, or longer than ``limit`` characters
+    (a log line that only looks like a record is not parsed at any length)."""
+    if len(text) > limit:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _h_journal_field(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """A field line of ``journalctl -o export`` / ``-o verbose``: ``__REALTIME_TIMESTAMP=`` says when the record
     was written; a ``MESSAGE=`` line carries no time of its own (its record's lines say when and who)."""
     realtime = m["realtime"]
     if realtime is None:
         return _stamp("journal_field", m, line, None)
-    return _stamp("journal_export", m, line, _EPOCH + timedelta(microseconds=int(realtime)))
+    return _stamp("journal_export", m, line, from_epoch_micros(int(realtime)))
 
 
 def _h_journal_json(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``journalctl -o json``: one object per line; the message is its MESSAGE, the time its
     __REALTIME_TIMESTAMP, the host its _HOSTNAME and the program what :func:`journal_tag` makes of it."""
-    if len(line) > JOURNAL_JSON_MAX:
+    entry = json_object(line)
+    if entry is None:
         return None
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        return None
-    realtime = entry.get("__REALTIME_TIMESTAMP") if isinstance(entry, dict) else None
-    message = journal_text(entry.get("MESSAGE")) if isinstance(entry, dict) else None
+    realtime = entry.get("__REALTIME_TIMESTAMP")
+    message = journal_text(entry.get("MESSAGE"))
     if not isinstance(realtime, str) or not realtime.isdecimal() or len(realtime) > 20 or message is None:
         return None
     host = entry.get("_HOSTNAME")
-    return ParsedStamp(_EPOCH + timedelta(microseconds=int(realtime)), message, "journal_json",
+    return ParsedStamp(from_epoch_micros(int(realtime)), message, "journal_json",
                        host if isinstance(host, str) else None, None, (), journal_tag(entry))
 
 

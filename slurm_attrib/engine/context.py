@@ -76,11 +76,6 @@ class EngineContext:
         """The filter phase is over: what :meth:`active` returns is fixed from now on."""
         self._kept = [s for s in self.symptoms if s.dropped is None]
 
-    def job_clock(self, sym: Symptom) -> Optional[datetime]:
-        """When ``sym`` happened on the controller's clock (the job window's): its time, which extraction
-        already corrected by the skew the collector recorded for its node (extract.correct_clocks)."""
-        return sym.time
-
     def tolerance(self, seconds: float) -> timedelta:
         return _seconds(seconds)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -30,7 +29,9 @@ from ..timestamps import (
     ParsedStamp,
     TimeContext,
     format_utc,
+    from_epoch_micros,
     journal_tag,
+    json_object,
     parse_iso,
     parse_line_time,
 )
@@ -552,13 +553,8 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
 
 
 def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
-    if len(text) > 1 << 16:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(record, dict):
+    record = json_object(text)
+    if record is None:
         return None
     flat = _flatten(record)
     host = next((flat[k] for k in _HOST_KEYS if isinstance(flat.get(k), str)), None)
@@ -657,7 +653,7 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
     realtime = fields.get("__REALTIME_TIMESTAMP")
     time = head.time if head is not None and head.fmt == "journal_verbose" else None
     if isinstance(realtime, str) and realtime.isdecimal() and len(realtime) <= 20:
-        time = parse_line_time(f"__REALTIME_TIMESTAMP={realtime}", timectx).time
+        time = from_epoch_micros(int(realtime))
     host = fields.get("_HOSTNAME")
     return ParsedStamp(time=time, message=stamp.message, fmt=stamp.fmt, host=host if isinstance(host, str) else None,
                        uptime=None, assumptions=stamp.assumptions,

@@ -98,7 +98,7 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         if sym.kind == "job_state":
             continue
-        when = ctx.job_clock(sym)
+        when = sym.time  # on the controller's clock: extraction corrected any recorded skew
         if when is None and sym.fields.get("unread_stamp") and ctx.window_start is not None:
             # its line has a time the engine cannot read: it may lie days before the job, so it decides nothing
             sym.dropped = "its time stamp could not be read, so it cannot be placed in the job window"
@@ -146,13 +146,13 @@ def _utc_application_logs(ctx: EngineContext) -> list[str]:
     moved: list[str] = []
     for rel, symptoms in sorted(by_file.items()):
         own = [s for s in symptoms if not s.fields.get("time_inferred")]
-        if not own or any(ctx.in_window(ctx.job_clock(s)) is not False for s in own):
+        if not own or any(ctx.in_window(s.time) is not False for s in own):
             continue
         zone = time_context(ctx, own[0].node).zone
         shifts = {id(sym): _offset(sym.time, zone) for sym in symptoms if sym.time is not None}
         if not any(shifts[id(s)] for s in own) or not all(_zone_less(s, zone) for s in own[:3]):
             continue
-        if any(ctx.in_window(when + shifts[id(s)]) is not True for s in own if (when := ctx.job_clock(s))):
+        if any(ctx.in_window(when + shifts[id(s)]) is not True for s in own if (when := s.time)):
             continue
         for sym in symptoms:
             shift_time(sym, shifts[id(sym)])
@@ -186,7 +186,7 @@ def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
     witnesses = _gpu_errors_by_node(ctx, kinds, categories)  # once: thousands of early Xids may each ask
     count = 0
     for sym in ctx.symptoms:
-        when = ctx.job_clock(sym)
+        when = sym.time  # on the controller's clock: extraction corrected any recorded skew
         if when is None or when >= start or sym.responsible != "infrastructure" or "clock_in_doubt" in sym.fields \
                 or sym.role != "candidate" or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
             continue  # (a stamp its node's time daemon put in doubt stays as outside_job_window left it)

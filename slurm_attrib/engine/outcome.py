@@ -135,7 +135,7 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
     reports = [s for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node]
     missing = [node for node, state in ctx.job.node_bundles if state == "missing"]
     unreadable = [f"{node} ({state})" for node, state in ctx.job.node_bundles if state not in ("ok", "missing")]
-    culprits = sorted({s.node for s in reports if s.node} | set(missing))
+    culprits = _lost_nodes(ctx)
     root = min(reports, key=Symptom.sort_key) if reports else None
     if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
         culprits, root = [leader.node], leader

@@ -3,12 +3,11 @@ global rank they stand for."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Optional
 
 from ..model import JobFacts
-from ..timestamps import COLLECTED_HOST
+from ..timestamps import COLLECTED_HOST, json_object
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
 # "[jobid,9]<stderr>:" (the MPI rank: global), horovodrun's "[9]<stderr>:" (the rank; its stamp before it is
@@ -81,14 +80,9 @@ def _shipped(text: str) -> tuple[str, int]:
 
 def _json_wrapped(text: str) -> Optional[tuple[str, str]]:
     """(time, line) of a Docker json-file object (:data:`JSON_WRAPPER_PATTERN`), or None for any other line."""
-    if not text.startswith('{"log":') or len(text) > _JSON_WRAPPED_MAX:
-        return None
-    try:
-        entry = json.loads(text)
-    except ValueError:
-        return None
-    line = entry.get("log") if isinstance(entry, dict) else None
-    if not isinstance(line, str):
+    entry = json_object(text, _JSON_WRAPPED_MAX) if text.startswith('{"log":') else None
+    line = entry.get("log") if entry is not None else None
+    if entry is None or not isinstance(line, str):
         return None
     time = entry.get("time")
     return (time if isinstance(time, str) else ""), line.rstrip("\r\n")
