@@ -270,6 +270,62 @@ def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     return True
 
 
+# C++ exceptions whose message is another rule's line: PyTorch's own (the NCCL watchdog's DistBackendError, a
+# CUDA error re-raised as c10::Error), Gloo's transport errors, NCCL's, netCDF's and HDF5's (app.netcdf_hdf_error)
+_FRAMEWORK_EXCEPTION = re.compile(r"^(?:c10|torch|at|caffe2|gloo|nccl|ucc|netCDF|H5)::|DistBackendError|NCCL",
+                                  re.IGNORECASE)
+_WHAT = re.compile(r"(?:^|\s)what\(\):\s+(.*)")
+# a SYCL runtime's error in the message ('-33 (PI_ERROR_INVALID_DEVICE)', 'UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY')
+_SYCL_ERROR = re.compile(r"\b(?:PI|UR|ZE)_(?:RESULT_)?ERROR_([A-Z_]+)")
+_SYCL_OUT_OF_DEVICE = frozenset({"OUT_OF_DEVICE_MEMORY", "OUT_OF_RESOURCES", "MEM_OBJECT_ALLOCATION_FAILURE"})
+# the standard library's exceptions for a program's own logic errors (<stdexcept>, <typeinfo>, <variant>...)
+_CXX_LOGIC = re.compile(r"^std::(?:logic_error|invalid_argument|domain_error|length_error|out_of_range|bad_cast|"
+                        r"bad_any_cast|bad_variant_access|bad_optional_access|bad_function_call|bad_weak_ptr)$")
+
+
+@decoder("cxx_exception")
+def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """An exception no C++ handler caught: libstdc++'s verbose terminate handler names its type and prints
+    ``what()`` on the next line of the same stream; libc++ puts both on one line. The program's own error,
+    unless its message is a CUDA, NCCL or PyTorch error (their rules read that line) or a SYCL runtime's word
+    that the device ran out of memory or was lost. ``std::bad_alloc`` alone is not read as the node's memory:
+    a size read from a corrupt input throws it as often as a full node, so both readings."""
+    from .families import gpu as gpu_family
+
+    exception = str(sym.fields.get("exception", "")).strip()
+    message = str(sym.fields.get("message", "") or "")
+    inline = _WHAT.search(extra["text"])  # a pasted log that lost its line breaks
+    if inline is not None:
+        message = sym.fields["message"] = inline.group(1).strip()[:300]
+    if not message:
+        stream = stream_key(extra.get("stream"))
+        for text in line.following(3):
+            prefix, rest = split_rank(text)
+            what = _WHAT.match(rest.lstrip())
+            if what is not None and stream_key(prefix) == stream:
+                message = sym.fields["message"] = what.group(1).strip()[:300]
+                break
+    if _FRAMEWORK_EXCEPTION.search(exception) or "NCCL" in message or "gloo" in message:
+        return False
+    if gpu_family.classify_cuda(message) is not None:
+        return False  # 'what(): CUDA error: ...': the CUDA rules read it, whoever threw it
+    sycl = _SYCL_ERROR.search(message)
+    if sycl is not None and sycl.group(1) == "DEVICE_LOST":
+        return False  # app.gpu_device_lost
+    if sycl is not None and sycl.group(1) in _SYCL_OUT_OF_DEVICE:
+        gpu_family.apply_verdict(sym, gpu_family.GPU_OOM)
+    elif sycl is not None and sycl.group(1) == "OUT_OF_HOST_MEMORY":
+        sym.category, sym.strength = "host_oom", 45
+    elif exception.endswith("bad_alloc"):
+        sym.category, sym.responsible, sym.strength = "unknown", "unknown", 35
+        sym.fields["readings"] = ["host_oom", "application"]
+    elif _CXX_LOGIC.match(exception):
+        sym.fields["code_error"] = True  # refine's causal model: no device fault explains it
+    sym.summary = f"uncaught C++ exception {exception} on rank {'?' if sym.rank is None else sym.rank}: " \
+                  f"{message}"[:300]
+    return True
+
+
 # The CUDA error catalog (names, numbers, texts and what each says about the cause) is
 # ``families/gpu.py: CUDA_ERRORS``; NVML's strings ('GPU is lost') are its ``nvml_verdict``.
 

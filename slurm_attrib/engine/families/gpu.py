@@ -230,6 +230,32 @@ def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     return True
 
 
+# --- a SYCL runtime's word for its backend's error ------------------------------------------------
+
+# HIP numbers its errors as CUDA's runtime does below 1000 (hip_runtime_api.h: hipErrorInvalidValue = 1,
+# hipErrorOutOfMemory = 2, hipErrorIllegalAddress = 700); HIP before ROCm 1.9 counted from 1001, past these.
+_MIRRORED_BACKENDS = frozenset({"cuda", "hip"})
+
+
+@decoder("gpu_sycl_backend")
+def decode_sycl_backend(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """AdaptiveCpp (hipSYCL) prints a backend call's failure with the backend and its number: 'cudaMalloc()
+    failed (error code = CUDA:2)', 'hipMemsetAsync() failed (error code = HIP:1)'. A CUDA or HIP number that
+    means one error only reads as that error; a Level Zero or OpenCL number, or one this catalog leaves out,
+    says nothing by itself."""
+    code = sym.fields.get("code")
+    backend = str(sym.fields.get("backend", "")).lower()
+    error = _BY_CODE.get(code) if isinstance(code, int) and backend in _MIRRORED_BACKENDS and 0 < code < 1000 \
+        else None
+    if error is None:
+        return False
+    apply_verdict(sym, error.verdict)
+    sym.fields["cuda_error"] = error.name
+    sym.summary = f"{error.name} on rank {'?' if sym.rank is None else sym.rank}: " \
+                  f"{str(sym.fields.get('call') or '').strip()} ({backend.upper()}:{code})"[:300]
+    return True
+
+
 # --- NCCL's 'Cuda failure' ------------------------------------------------------------------------
 
 NVLS_STATE = Verdict("candidate", "nvlink", "infrastructure", 55,
