@@ -235,6 +235,30 @@ def decode_verbs(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
     return True
 
 
+# --- libfabric setup (EFA, aws-ofi-nccl, MPICH's OFI netmod) -----------------------------------------
+_ENOMEM = re.compile(r"\(-12\)|RC: -12\b|Cannot allocate memory|ENOMEM|Unknown error -12\b")
+_MEMLOCK_ACTION = ("raise the locked-memory limit the job's processes get (ulimit -l unlimited on the node, "
+                   "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf, docker --ulimit memlock=-1): RDMA "
+                   "registration of the transport's buffers needs it")
+_REGISTER_ACTION = ("check the EFA/libfabric installation against the NCCL version (EFA installer >= 1.29.1 for "
+                    "NCCL >= 2.19, or FI_EFA_SET_CUDA_SYNC_MEMOPS=0) and GPUDirect RDMA (nvidia-peermem or dmabuf)")
+
+
+@decoder("net_ofi_setup")
+def decode_ofi_setup(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A libfabric endpoint, address vector, event queue or memory registration the transport could not set
+    up: the node's RDMA configuration (locked-memory limit, provider and driver versions, devices given to a
+    container), not a link that failed under traffic. ENOMEM here is the locked-memory limit, not the host
+    out of memory."""
+    text = extra["text"]
+    if _ENOMEM.search(text):
+        sym.fields["meaning"] = "RDMA resources could not be pinned: the locked-memory limit (ulimit -l)"
+        sym.actions = (_MEMLOCK_ACTION,)
+    elif "register memory" in text:
+        sym.actions = (_REGISTER_ACTION,)
+    return True
+
+
 # --- sockets (NCCL bootstrap / net_socket, c10d TCPStore) ----------------------------------------
 _MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot assign requested address|"
                         r"name or service not known|temporary failure in name resolution|no address associated|"
