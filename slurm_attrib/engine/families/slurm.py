@@ -43,6 +43,13 @@ def decode_launch_reason(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     reason = str(sym.fields.get("reason", ""))
     if _JOB_REASONS.search(reason):
         sym.category, sym.responsible, sym.strength = "application", "workload", 55
+    elif "host" not in sym.fields and not _ENDED_REASONS.search(reason):
+        # srun's 'task N launch failed: <reason>' names no node: the site's launch stack (PMIx aborting in
+        # slurmstepd, a SPANK or container plugin, the interconnect plugin) as a rule, sometimes the launch
+        # line's options; srun prints it on the first node whatever node failed, so no node is blamed
+        sym.category, sym.responsible, sym.strength = "node_failure", "unknown", 40
+        sym.notes.append("srun names no node for a task launch failure: the site's launch stack (PMIx, SPANK or "
+                         "container plugins, the interconnect) or the launch line's --mpi / container options")
     elif _LAYOUT_REASONS.search(reason):
         sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
     elif _ENDED_REASONS.search(reason):
