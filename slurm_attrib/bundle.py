@@ -21,7 +21,8 @@ from . import safeyaml
 from .errors import BundleError
 from .model import SOURCE_APP, SOURCE_DIAG, SOURCE_KERNEL, SOURCE_METRICS, SOURCE_SCHEDULER, JobFacts, Step
 from .safeio import read_regular
-from .slurm import states
+from .slurm import hostlist, states
+from .slurm.errors import SlurmParseError
 from .timestamps import iso_offset, parse_iso
 
 JOB_FILE = "job.yaml"
@@ -243,14 +244,25 @@ def _int(value: Any, default: int) -> int:
 
 
 def _str_list(value: Any, key: str, problems: list[str]) -> list[str]:
+    """A list of names, or one string of them: comma-separated, or a Slurm hostlist as sacct and
+    SLURM_JOB_NODELIST print it (``worker[3-4,6]``), which is expanded, in a string or a list item."""
     if value is None:
         return []
     if isinstance(value, str):
-        return [v for v in (p.strip() for p in value.split(",")) if v]
+        return _hostnames(value, key, problems)
     if isinstance(value, list):
-        return [str(v) for v in value]
+        return [name for v in value for name in (_hostnames(str(v), key, problems) if "[" in str(v) else [str(v)])]
     problems.append(f"{JOB_FILE}: {key}: expected a list")
     return []
+
+
+def _hostnames(text: str, key: str, problems: list[str]) -> list[str]:
+    if "[" in text:
+        try:
+            return hostlist.expand(text)
+        except SlurmParseError as exc:
+            problems.append(f"{JOB_FILE}: {key}: {exc}")
+    return [v for v in (p.strip() for p in text.split(",")) if v]
 
 
 def _time(value: Any, key: str, problems: list[str]) -> Optional[datetime]:

@@ -38,3 +38,22 @@ def test_a_rotated_kernel_log_is_its_nodes(tmp_path: Path) -> None:
     for name in ("worker4.log", "worker4.log.1", "worker4.log.2.gz", "worker4.log-20261120", "10.0.0.5.log.1"):
         (tmp_path / "syslog" / name).write_bytes(b"")
     assert sorted({f.node for f in load_bundle(tmp_path).files if f.node}) == ["10.0.0.5", "worker4"]
+
+
+@pytest.mark.parametrize("nodes, expected", [
+    ("worker[3-4,6]", ["worker3", "worker4", "worker6"]),
+    ("gpu-a,gpu-b", ["gpu-a", "gpu-b"]),
+    (["node-[01-02]", "login1"], ["node-01", "node-02", "login1"]),
+])
+def test_a_slurm_hostlist_names_every_node(nodes: object, expected: list[str]) -> None:
+    """sacct's NodeList (``worker[3-4,6]``) pasted as the node list is expanded, not split on its commas (which
+    left 'worker[3-4' and '6]', and every kernel line of the job's nodes read as another node's)."""
+    problems: list[str] = []
+    job = job_from_mapping({"job_id": 5, "nodes": nodes, "steps": [{"id": "0", "nodes": nodes}]}, problems)
+    assert (list(job.nodes), list(job.steps[0].nodes), problems) == (expected, expected, [])
+
+
+def test_a_hostlist_that_is_not_one_is_a_problem_not_a_crash() -> None:
+    problems: list[str] = []
+    job = job_from_mapping({"job_id": 5, "nodes": "n[1-999999999]"}, problems)
+    assert problems and "nodes" in problems[0] and list(job.nodes) == ["n[1-999999999]"]

@@ -241,13 +241,21 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     if any(s.responsible == "infrastructure" for s in ctx.leaders):
         return []
     found = [s for s in ctx.symptoms if s.fields.get("near_window")]  # set only when the window filter drops it
-    if any(s.fields.get("code_error") for s in ctx.leaders):
-        # the program's own code error leads, which no fault outside the window can have caused
+    if any(_program_side(ctx, s) for s in ctx.leaders):
+        # the program's own error leads (a code error, its kernel's bad access, its tensors filling the GPU): a
+        # fault outside the window makes the verdict ambiguous only where it can have caused that error
         found = [s for s in found if any(ctx.causal.explains(s, leader) for leader in ctx.leaders)]
     first_per_node: dict[Optional[str], Symptom] = {}
     for sym in sorted(found, key=lambda s: (-s.strength, *Symptom.sort_key(s))):
         first_per_node.setdefault(sym.node, sym)
     return sorted(first_per_node.values(), key=Symptom.sort_key)
+
+
+def _program_side(ctx: EngineContext, sym: Symptom) -> bool:
+    """An error of the program's own making: a code error, or a workload error of the causal model's app_error
+    or gpu_oom_error class."""
+    return bool(sym.fields.get("code_error")) or (
+        sym.responsible == "workload" and bool(ctx.causal.classes_of(sym) & {"app_error", "gpu_oom_error"}))
 
 
 _GPU_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink")

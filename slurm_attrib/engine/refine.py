@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Optional
 
-from ..model import Symptom
+from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
@@ -247,12 +247,48 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
         leader = _strongest_first(candidates)[0]
     tier = int(rule_.params.get("tier_width", 10))
     floor = int(rule_.params.get("unplaced_min_strength", 40))
+    leader = _bystander_yields(ctx, leader, candidates, floor)
     leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor)]
     leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
     return len(leaders)
+
+
+# faults that kill the processes they touch whether or not the job's output says so (a GPU that fell off the
+# bus, a host OOM kill, a node that failed): never a bystander, the program's error co-leads instead
+_FATAL_CLASSES = frozenset({"gpu_fault", "fabric_fault", "host_fault", "host_hw_fault", "node_fault"})
+
+
+def _bystander_yields(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], floor: int) -> Symptom:
+    """An infrastructure fault that explains nothing the job logged (no communication error, no device error
+    in the program's output, nothing but the task exits every failure ends in) is a bystander when the
+    program reports an error of its own that the fault cannot cause (a ValueError on another node, an
+    exception that no link going down produces): the job died of the program's error, which leads; the
+    fault stays a candidate the report lists. Time alone (which was logged first) does not decide that. A
+    fault that kills what runs on it (a GPU, a node) is no bystander (:func:`_own_code_errors`)."""
+    causal = ctx.causal
+    if leader.responsible != "infrastructure" or causal.classes_of(leader) & _FATAL_CLASSES:
+        return leader
+    program = [s for s in candidates
+               if s.strength >= floor and _program_error(ctx, s) and not causal.explains(leader, s)]
+    if not program:
+        return leader
+    for sym in ctx.active():
+        if sym is leader or sym.role not in ("candidate", "cascade") or not sym.evidence:
+            continue
+        if sym.evidence[0].source == SOURCE_APP and causal.classes_of(sym) - {"exit"} and causal.explains(leader, sym):
+            return leader  # the fault shows in the job's own output: it is no bystander
+    return min(program, key=Symptom.sort_key)
+
+
+def _program_error(ctx: EngineContext, sym: Symptom) -> bool:
+    """An error of the program's own making: an exception of its code (``fields.code_error``) or a workload
+    error of the causal model's app_error class (an illegal memory access of its kernel, an uncaught C++
+    exception, a heap the process corrupted)."""
+    return bool(sym.fields.get("code_error")) or (sym.responsible == "workload"
+                                                   and "app_error" in ctx.causal.classes_of(sym))
 
 
 def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier: int) -> list[Symptom]:
@@ -288,7 +324,7 @@ def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], 
         return []
     span = ctx.tolerance(window_s)
     for sym in timed:
-        if sym in leaders or not sym.fields.get("code_error") or sym.time is None or sym.role != "candidate":
+        if sym in leaders or sym.time is None or sym.role != "candidate" or not _program_error(ctx, sym):
             continue
         if abs(sym.time - leader.time) <= span and not ctx.causal.explains(leader, sym):
             return [sym]
