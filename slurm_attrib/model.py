@@ -40,6 +40,12 @@ SOURCE_SCHEDULER = "scheduler"
 SOURCE_METRICS = "metrics"
 SOURCE_DIAG = "diag"  # tool output pasted or captured as text: nvidia-smi, dcgmi diag, nvidia-bug-report
 
+
+def connector_of(source: str) -> str:
+    """The coverage report's name for the connector that brings evidence of ``source``."""
+    return {SOURCE_KERNEL: "kernel_log", SOURCE_APP: "app_log", SOURCE_METRICS: "gpu_metrics",
+            SOURCE_SCHEDULER: "sacct", SOURCE_DIAG: "gpu_diag"}.get(source, source)
+
 SCOPES = ("gpu", "link", "node", "filesystem", "rank", "workload")
 RAW_LINE_CAP = 2048  # characters of a raw line kept as evidence; the offset points at the rest
 

@@ -181,7 +181,8 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     if exception == "TimeoutError" and any(_WORKER_WAIT.search(text) for text in line.preceding(8)):
         return False  # vLLM's engine gave up waiting on a worker that hung: a hang, whoever's; not the code's
 
-    if exception in _CODE_ERRORS and not _DEVICE_WORDS.search(str(sym.fields.get("message", ""))):
+    message = str(sym.fields.get("message", ""))
+    if (exception in _CODE_ERRORS and not _DEVICE_WORDS.search(message)) or _TENSOR_CODE_ERROR.search(message):
         sym.fields["code_error"] = True  # refine's causal model: no device fault explains it
     if _CORRUPT_DATA.search(f"{sym.fields.get('exception', '')}: {sym.fields.get('message', '')}"):
         # bytes that came back wrong: a file the job wrote badly (or that is not what it expects) as often as a
@@ -215,6 +216,16 @@ _CODE_ERRORS = frozenset({"KeyError", "IndexError", "TypeError", "AttributeError
                           "NotImplementedError", "SyntaxError", "IndentationError", "RecursionError",
                           "JSONDecodeError", "UnicodeDecodeError", "UnicodeEncodeError", "KeyboardInterrupt"})
 _DEVICE_WORDS = re.compile(r"(?i)cuda|nccl|cudnn|cublas|device|gpu|xid|nvlink|ecc|hip\b|rocm")
+# PyTorch's checks on the program's own tensors (TORCH_CHECK in ATen: shapes, sizes, dtypes, devices, indices,
+# autograd misuse), raised as RuntimeError/ValueError/IndexError: a bug in the code or its data, whatever the
+# message says about devices
+_TENSOR_CODE_ERROR = re.compile(
+    r"mat1 and mat2 shapes cannot be multiplied|The size of tensor a \(\d+\) must match the size of tensor b|"
+    r"size mismatch for [\w.]+: copying a param|Expected all tensors to be on the same device|"
+    r"Given groups=\d+, weight of size|shape '\[[^\]]*\]' is invalid for input of size|"
+    r"Expected (?:input|target) batch_size \(\d+\) to match|expected scalar type \w+ but found \w+|"
+    r"Sizes of tensors must match except in dimension|Target -?\d+ is out of bounds|"
+    r"Trying to backward through the graph a second time|element 0 of tensors does not require grad")
 # a read that found corrupt or truncated data: TensorFlow's DataLossError ('corrupted record at 0'), a torch
 # checkpoint that is no zip archive, a pickle or safetensors header that does not parse
 _CORRUPT_DATA = re.compile(r"DataLossError|[Cc]orrupted record at|[Tt]runcated record at|failed finding central "

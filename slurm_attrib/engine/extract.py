@@ -20,6 +20,7 @@ from ..model import (
     Coverage,
     EvidenceRef,
     Symptom,
+    connector_of,
 )
 from ..ruleset import Rule
 from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream, will_count
@@ -151,7 +152,7 @@ class Extractor:
         scheduler = bf.source == "scheduler"  # sacct/*: scheduler.* Python rules count its files and lines
         if scheduler and not rules:
             return
-        cov = ctx.coverage_for(_connector(bf.source))
+        cov = ctx.coverage_for(connector_of(bf.source))
         if not scheduler:
             cov.files += 1
         if not rules:
@@ -170,12 +171,6 @@ class Extractor:
         cov.notes.extend(handler.refused.notes(bf.rel))
         cov.notes.extend(handler.caps.notes(bf.rel))
         ctx.scan.add(stats)
-
-
-def _connector(source: str) -> str:
-    return {"kernel": "kernel_log", "app": "app_log", "metrics": "gpu_metrics", "scheduler": "sacct",
-            "diag": "gpu_diag"}.get(
-        source, source)
 
 
 def _record_stats(cov: Coverage, bf: BundleFile, stats: ScanStats, found: int, count_lines: bool = True) -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional
 
-from ..model import SOURCE_APP, Symptom
+from ..model import SOURCE_APP, Symptom, connector_of
 from ..ruleset import Rule
 from ..timestamps import TimeContext, format_utc, parse_line_time
 from .context import EngineContext
@@ -255,12 +255,15 @@ def node_not_in_job(ctx: EngineContext, rule_: Rule) -> int:
     nodes = set(ctx.job.nodes)
     if not nodes:
         return 0
-    count = 0
+    dropped: Counter[tuple[str, str]] = Counter()
     for sym in ctx.active():
         if sym.node is not None and sym.node not in nodes:
             sym.dropped = f"node {sym.node} is not one of the job's nodes"
-            count += 1
-    return count
+            dropped[(connector_of(sym.evidence[0].source) if sym.evidence else "job_facts", sym.node)] += 1
+    for (connector, node), count in sorted(dropped.items()):  # said, not silent: a node list may be wrong
+        ctx.coverage_for(connector).notes.append(
+            f"{count} symptom(s) of node {node} set aside: it is not one of the job's nodes ({len(nodes)} listed)")
+    return sum(dropped.values())
 
 
 @rule("filter.oom_of_other_job")

@@ -1,0 +1,25 @@
+"""The filter phase (engine/filters.py) says what it set aside where a person reads the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slurm_attrib.engine import Engine
+from slurm_attrib.ruleset import load_ruleset
+
+_XID48 = ("Nov 20 10:20:44 {node} kernel: [ 8811.004512] NVRM: Xid (PCI:0000:9b:00): 48, pid=66120, name=python3, "
+          "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr "
+          "0x1e3fa2000 partition 3, subpartition 0.\n")
+
+
+def test_symptoms_of_a_node_outside_the_job_are_set_aside_with_a_coverage_note(tmp_path: Path) -> None:
+    """A node list that does not name the node whose kernel log is there (a wrong or mangled list, another
+    job's node) drops its symptoms, and the kernel log's coverage says so instead of staying silent."""
+    (tmp_path / "job.yaml").write_text('job_id: "9111"\nnodes: [node-01, node-02]\nstate: FAILED\nexit_code: "1:0"\n'
+                                       'start: "2026-11-20T10:00:00Z"\nend: "2026-11-20T10:40:00Z"\n')
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "syslog" / "node-07.log").write_text(_XID48.format(node="node-07"))
+    diagnosis = Engine(load_ruleset(include_site=False)).diagnose(tmp_path).to_dict()
+    kernel = next(c for c in diagnosis["coverage"] if c["connector"] == "kernel_log")
+    assert diagnosis["status"] == "unattributed"
+    assert any("node node-07 set aside: it is not one of the job's nodes (2 listed)" in n for n in kernel["notes"])
