@@ -25,7 +25,13 @@ else:  # pragma: no cover - Python 3.9 and 3.10
     import sre_constants as sre
     import sre_parse
 
-from .ranks import COLLECTED_HOST_PATTERN, JSON_WRAPPER_PATTERN, RANK_PREFIX_PATTERN, SHIPPED_STAMP_PATTERN
+from .ranks import (
+    COLLECTED_HOST_PATTERN,
+    JSON_WRAPPER_PATTERN,
+    LOG_PREFIX_PATTERN,
+    RANK_PREFIX_PATTERN,
+    SHIPPED_STAMP_PATTERN,
+)
 
 # the ASCII letters that match a non-ASCII one when case is ignored (U+0130, U+0131, U+212A, U+017F)
 CASE_FOLDS_BEYOND_ASCII = frozenset("IKSiks")
@@ -141,8 +147,9 @@ class _Emitter:
         if where in _DROPPED_AT:
             return b""
         if where in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
-            return b"^" + (b"(?:" + JSON_WRAPPER_BYTES + b")?(?:" + SHIPPED_STAMP_BYTES + b")?(?:"
-                           + COLLECTED_HOST_BYTES + b")?(?:" + RANK_PREFIX_BYTES + b")*"
+            return b"^" + (b"(?:\\xef\\xbb\\xbf)?(?:" + JSON_WRAPPER_BYTES + b")?(?:" + SHIPPED_STAMP_BYTES + b")?(?:"
+                           + COLLECTED_HOST_BYTES + b")?(?:" + RANK_PREFIX_BYTES + b")*(?:" + LOG_PREFIX_BYTES
+                           + b"(?:" + RANK_PREFIX_BYTES + b")*)?"
                            if self.rank_prefixed else b"")
         raise Untranslatable(f"unsupported anchor {where}")
 
@@ -252,3 +259,4 @@ RANK_PREFIX_BYTES = _prefix_bytes(RANK_PREFIX_PATTERN)
 SHIPPED_STAMP_BYTES = _prefix_bytes(SHIPPED_STAMP_PATTERN)
 JSON_WRAPPER_BYTES = _prefix_bytes(JSON_WRAPPER_PATTERN)
 COLLECTED_HOST_BYTES = _prefix_bytes(COLLECTED_HOST_PATTERN)
+LOG_PREFIX_BYTES = _prefix_bytes(LOG_PREFIX_PATTERN)

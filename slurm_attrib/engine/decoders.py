@@ -26,7 +26,7 @@ from ..nvidia.parse import (
 from ..scan import Line
 from .context import EngineContext
 from .nodes import match_node
-from .ranks import split_rank, stream_key
+from .ranks import after_log_prefix, split_rank, stream_key
 from .registry import decoder
 
 _TRACEBACK_HEAD = "Traceback (most recent call last)"
@@ -191,7 +191,7 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
         sym.fields["readings"] = ["storage", "application"]
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
-        if stream_key(prefix) == stream and rest.lstrip(" \t").startswith(_TRACEBACK_HEAD):
+        if stream_key(prefix) == stream and _opens_traceback(rest):
             sym.fields["traceback_lines"] = count + 1
             frames = [r for r in (split_rank(p) for p in line.preceding(count + 1)) if stream_key(r[0]) == stream]
             location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
@@ -203,6 +203,14 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     sym.fields["traceback_seen"] = False
     sym.strength = min(sym.strength, 40)
     return True
+
+
+def _opens_traceback(text: str) -> bool:
+    """The line opens a Python traceback, as printed or behind a logging prefix (a time, '- ERROR - ')."""
+    if text.lstrip(" \t").startswith(_TRACEBACK_HEAD):
+        return True
+    rest = after_log_prefix(text) if _TRACEBACK_HEAD in text else None
+    return rest is not None and rest.lstrip(" \t").startswith(_TRACEBACK_HEAD)
 
 
 # vLLM's engine waiting on its workers' shared-memory queue or RPC (shm_broadcast.py, multiproc_executor.py)

@@ -43,6 +43,7 @@ from .nodes import job_node, match_node, place_ranks, resolve_node, resolve_peer
 from .ranks import (
     COLLECTED_HOST_PATTERN,
     Stream,
+    after_log_prefix,
     global_rank,
     pg_rank,
     prefix_address,
@@ -392,16 +393,28 @@ class _LineHandler:
         elif self.app and "ip=" in line.text[:200]:
             address = prefix_address(line.text)  # a Ray worker's line names its node's address
             node = (job_node(self.ctx, address) if address else None) or node
+        if not self._match(line, text, stream, node) and self.app:
+            rest = after_log_prefix(text)  # '2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: ...'
+            if rest is not None:
+                inner, rest = split_rank(rest)
+                self._match(line, rest, inner or stream, node, stamped=text)
+
+    def _match(self, line: Line, text: str, stream: Optional[Stream], node: Optional[str],
+               stamped: Optional[str] = None) -> bool:
+        """Try the line's candidate rules on ``text``; True when one's regex matched it. ``stamped``: the text
+        whose stamp is the line's, where ``text`` is what follows a log prefix."""
+        matched = False
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
             assert rule.match is not None
             match = rule.match.regex.search(text)
             if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
                 continue
+            matched = True
             if self.app and not self.caps.admit(rule.id, stream_key(stream)):
                 continue  # before the stamp and the symptom: the user decides how many such lines there are
             if stamp is None:
-                stamp = self._stamp(line, text, stream)
+                stamp = self._stamp(line, stamped or text, stream)
                 if self.kernel:
                     stamp = wrapped_record(text, stamp, match.start(), self.timectx)
             trust = ""
@@ -422,6 +435,21 @@ class _LineHandler:
                 if upper is not None:
                     groups["time_upper"] = format_utc(upper)
             self._emit(rule, line, text, stream, stamp, groups, trust, node)
+        return matched
+
+    def _label_is_rank(self, label: int, file_node: Optional[str], fields: dict[str, Any]) -> bool:
+        """Whether srun's ``--label`` task number can be read as the program's rank: where the job's rank map
+        puts several ranks on a node, srun may have started one launcher per node (torchrun, accelerate) whose
+        workers all print under the launcher's task number. A node's own file that the rank map contradicts
+        says so; in a combined file the mapping is kept as the line's place but marked, and names no culprit."""
+        job = self.ctx.job
+        mapped = job.rank_node(label)
+        if mapped is None or all(len(job.node_ranks(n)) <= 1 for n in job.nodes):
+            return True
+        if file_node is not None:
+            return mapped == file_node
+        fields["node_from_label"] = True
+        return True
 
     def _collected(self, node: Optional[str], text: str) -> tuple[Optional[str], Optional[Stream], str]:
         """A line as pdsh or clush hand it on (the DeepSpeed and Horovod launchers run ranks through them):
@@ -461,6 +489,9 @@ class _LineHandler:
         if rule.id in self.aliased:  # "host__2": one field in another wording's branch (group names are unique)
             fields = _unalias(fields)
         rank, local = global_rank(stream, file_node, self.ctx.job)
+        labelled = stream is not None and stream[1] is None and stream[2] is None and rank is not None
+        if labelled and rank is not None and not self._label_is_rank(rank, file_node, fields):
+            rank = None  # srun's task number, not the program's rank: one launcher per node (torchrun under srun)
         if rank is None:
             rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
         if local is not None:

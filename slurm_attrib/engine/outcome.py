@@ -279,6 +279,8 @@ def _blamed(root: Symptom, shared_categories: tuple[str, ...]) -> list[str]:
     saw a shared service (the file system) fail."""
     if root.category in shared_categories:
         return []
+    if root.fields.get("node_from_label") and all(e.source == SOURCE_APP for e in root.evidence):
+        return []  # placed through srun's task number alone, which may be a per-node launcher's: not blame
     return [root.node] if root.node and root.responsible == "infrastructure" else []
 
 

@@ -15,7 +15,7 @@ from ..timestamps import COLLECTED_HOST, json_object
 # or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it, but
 # vLLM's "(VllmWorker rank=1 pid=788) " names its worker's rank);
 # also in the prefilter's bytes
-RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(\d+): |"
+RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(?:P\d{1,4} +)?(\d+): |"
                        r"\[(?:\d+,)?(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
                        r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
                        r"(?:, ip=[\d.]+)?\)"
@@ -37,7 +37,7 @@ _CTIME_SHIPPED = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d{2}:\
 SHIPPED_STAMP_PATTERN = f"(?:{_RFC3339_SHIPPED}{_CRI_STREAM} |{_CTIME_SHIPPED})"
 _WEEKDAY_INITIALS = frozenset("MTWFS")
 _SHIPPED_STAMP = re.compile(f"(?P<at>{_RFC3339_SHIPPED}){_CRI_STREAM} |"
-                            f"(?P<ctime>{_CTIME_SHIPPED})(?=\\[\\d+\\]<(?:stdout|stderr|stddiag)>)")
+                            f"(?P<ctime>{_CTIME_SHIPPED})(?=\\[(?:\\d+,)?\\d+\\]<(?:stdout|stderr|stddiag)>)")
 # Docker's json-file log driver (the files `docker logs` reads, and what some shippers export): one JSON object
 # per line, the program's line in "log" with its newline, and the time the daemon read it,
 # {"log":"[1,5]<stderr>:RuntimeError: ...\n","stream":"stderr","time":"2024-07-10T11:52:03.000074123Z"}.
@@ -99,6 +99,8 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
     (``[1,9]<stderr>:``) prefixes, and Ray's worker prefix (``(WorkerDict pid=123, ip=...)``, no rank);
     return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
+    if text[:1] == "\ufeff":  # a byte-order mark opens a file's first line
+        text = text[1:]
     if text[:1] == "{":
         wrapped = _json_wrapped(text)
         if wrapped is not None:
@@ -109,8 +111,9 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     label = rank = local = None
     found = False
     while True:
-        first = text[:1]  # a prefix opens with a blank, "[", "(", ESC or a digit: other lines skip the regex
-        opens = first in ("[", "(", "\x1b") or first.isdecimal() or first.isspace()
+        first = text[:1]  # a prefix opens with a blank, "[", "(", ESC, a digit or a het job's "P1 ": others skip it
+        opens = first in ("[", "(", "\x1b") or first.isdecimal() or first.isspace() or (
+            first == "P" and text[1:2].isdecimal())
         match = _RANK_PREFIX.match(text) if opens else None
         if not match:
             return ((label, rank, local) if found else None), text
@@ -123,6 +126,30 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         elif match.group(3) is not None and label is None:
             label = int(match.group(3))
         text = text[match.end():]
+
+
+# What a logging setup puts before a program's line (tried only when no rule read the line as it is): a time
+# (ISO 8601 with or without brackets, ctime, moreutils ts's 'Apr 04 10:12:33'), then Python logging's fields
+# ('- STDERR - ERROR - ', 'ERROR ', '[ERROR] ', 'ERROR:root:' without a time)
+LOG_PREFIX_PATTERN = (
+    r"(?:(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}(?::?\d{2})?)?\]?"
+    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2}(?: [A-Z]{3,4})? \d{4}"
+    r"|[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2})[ \t]*(?:[-|:][ \t]*)?"
+    r"(?:[\w.<>]{1,40}[ \t]*[-|][ \t]*)?"
+    r"(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[ \t]*(?:[-|:][ \t]*)?)?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,60}:)")
+_LOG_PREFIX = re.compile(LOG_PREFIX_PATTERN)
+
+
+def after_log_prefix(text: str) -> Optional[str]:
+    """The program's own line after a logging prefix (:data:`_LOG_PREFIX`), or None without one: a line like
+    '2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: ...' is read as 'TypeError: ...' by the rules that
+    anchor at the start of the program's line."""
+    first = text[:1]
+    if not (first.isdecimal() or first in "[ADEFIJMNOSTW"):
+        return None
+    match = _LOG_PREFIX.match(text)
+    return text[match.end():] if match is not None and match.end() < len(text) else None
 
 
 def pg_rank(text: str) -> Optional[int]:

@@ -12,6 +12,7 @@ from slurm_attrib.engine.ranks import (
     _COLOUR_ONLY,
     _RANK_PREFIX,
     Stream,
+    after_log_prefix,
     global_rank,
     pg_rank,
     prefix_address,
@@ -170,7 +171,7 @@ def test_a_ray_worker_prefix_names_its_nodes_address(line: str, address: Optiona
 def test_the_first_character_shortcut_changes_nothing() -> None:
     rng = random.Random(7)
     pieces = ["3: ", "[rank1]: ", "[rank2]:", "[default0]: ", " ", "\t", "\u3000", "\u0663: ", "x", "[", "]",
-              ":", "node-1:", "12", "", "\n", "[E1120 10:30:55.1 a.cpp:1] "]
+              ":", "node-1:", "12", "", "\n", "[E1120 10:30:55.1 a.cpp:1] ", "P1 ", "P", "P12  "]
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
         assert split_rank(text) == _split_by_regex_alone(text), text
@@ -186,3 +187,32 @@ def test_the_first_character_shortcut_changes_nothing() -> None:
 ])
 def test_the_default_process_groups_rank_is_the_global_rank(text: str, rank: Optional[int]) -> None:
     assert pg_rank(text) == rank
+
+
+@pytest.mark.parametrize(("line", "stream", "rest"), [
+    ("P1 3: run_train.py: error: unrecognized arguments", (3, None, None),
+     "run_train.py: error: unrecognized arguments"),
+    ("\ufeffException: expected value at line 1 column 1", None, "Exception: expected value at line 1 column 1"),
+    ("Sat Feb 22 14:31:07 2025[1,26]<stderr>:free(): corrupted unsorted chunks", (None, 26, None),
+     "free(): corrupted unsorted chunks"),  # Open MPI's --timestamp-output with --tag-output
+    ("PyTorch: 2.1", None, "PyTorch: 2.1"),
+])
+def test_het_job_labels_byte_order_marks_and_open_mpi_timestamps(line: str, stream: Optional[Stream],
+                                                                   rest: str) -> None:
+    """srun labels a heterogeneous job's lines 'P<component> <task>: '; a file's byte-order mark is no text of
+    the program's; Open MPI's --timestamp-output puts ctime before its [job,rank] tag."""
+    assert split_rank(line) == (stream, rest)
+
+
+@pytest.mark.parametrize(("line", "rest"), [
+    ("2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: bad", "TypeError: bad"),
+    ("Apr 04 10:12:33 KeyError: 'attention_mask'", "KeyError: 'attention_mask'"),
+    ("[2024-01-01 10:00:00,123] ERROR: KeyError: x", "KeyError: x"),
+    ("2024-01-01T10:00:00.123+02:00 [ERROR] ValueError: x", "ValueError: x"),
+    ("ERROR:root:KeyError: x", "KeyError: x"),
+    ("Traceback (most recent call last):", None),
+    ("12: RuntimeError: x", None),
+    ("2024-01-01 10:00:00", None),  # nothing after the prefix
+])
+def test_a_logging_prefix_is_read_past(line: str, rest: Optional[str]) -> None:
+    assert after_log_prefix(line) == rest
