@@ -345,6 +345,23 @@ def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     return True
 
 
+@decoder("jvm_memory")
+def decode_jvm_memory(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A thread the JVM could not start is memory or the process limit (ulimit -u) alike: weaker. A heap cap
+    the environment set ('Picked up _JAVA_OPTIONS: -Xmx3276M' before the error) is named: a site's profile may
+    have set it, not the job."""
+    error = str(sym.fields.get("error", ""))
+    if "thread" in error.lower():
+        sym.strength = 35
+        sym.notes.append("a thread the JVM could not start: memory, or the process limit (ulimit -u)")
+    picked = next((t for t in line.preceding(50) if "Picked up _JAVA_OPTIONS:" in t
+                   or "Picked up JAVA_TOOL_OPTIONS:" in t), None)
+    if picked is not None:
+        sym.fields["java_options"] = picked.split("Picked up ", 1)[1][:200]
+        sym.notes.append(f"the heap was set by the environment ({sym.fields['java_options']}), not the command line")
+    return True
+
+
 # The CUDA error catalog (names, numbers, texts and what each says about the cause) is
 # ``families/gpu.py: CUDA_ERRORS``; NVML's strings ('GPU is lost') are its ``nvml_verdict``.
 
