@@ -181,6 +181,13 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     if exception == "TimeoutError" and any(_WORKER_WAIT.search(text) for text in line.preceding(8)):
         return False  # vLLM's engine gave up waiting on a worker that hung: a hang, whoever's; not the code's
 
+    if exception == "KeyboardInterrupt":
+        # someone stopped the program (Ctrl-C to srun, scancel --signal=INT): cancelled by its user, no error of
+        # its code; a fault that made it stall first explains it (it is in no class of the causal model)
+        sym.kind, sym.category, sym.responsible, sym.strength = "user_interrupt", "cancelled", "workload", 35
+        sym.summary = f"rank {'?' if sym.rank is None else sym.rank} was interrupted (SIGINT: Ctrl-C or scancel)"
+        sym.actions = ("the job was interrupted, not broken by its code: if it had stopped making progress before, "
+                       "look for what it was waiting on (a link, a file system, a peer rank)",)
     message = str(sym.fields.get("message", ""))
     if (exception in _CODE_ERRORS and not _DEVICE_WORDS.search(message)) or _TENSOR_CODE_ERROR.search(message):
         sym.fields["code_error"] = True  # refine's causal model: no device fault explains it
@@ -207,8 +214,9 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 
 def _opens_traceback(text: str) -> bool:
     """The line opens a Python traceback, as printed or behind a logging prefix (a time, '- ERROR - ')."""
-    if text.lstrip(" \t").startswith(_TRACEBACK_HEAD):
-        return True
+    text = text.lstrip(" \t")
+    if text.startswith(_TRACEBACK_HEAD) or (text.startswith("^C") and text[2:].startswith(_TRACEBACK_HEAD)):
+        return True  # a terminal echoes the Ctrl-C that raised a KeyboardInterrupt before its traceback
     rest = after_log_prefix(text) if _TRACEBACK_HEAD in text else None
     return rest is not None and rest.lstrip(" \t").startswith(_TRACEBACK_HEAD)
 
@@ -222,7 +230,7 @@ _WORKER_WAIT = re.compile(r"shm_broadcast\.py|multiproc_executor\.py|\.dequeue\(
 _CODE_ERRORS = frozenset({"KeyError", "IndexError", "TypeError", "AttributeError", "NameError", "UnboundLocalError",
                           "AssertionError", "FileNotFoundError", "ModuleNotFoundError", "ZeroDivisionError",
                           "NotImplementedError", "SyntaxError", "IndentationError", "RecursionError",
-                          "JSONDecodeError", "UnicodeDecodeError", "UnicodeEncodeError", "KeyboardInterrupt"})
+                          "JSONDecodeError", "UnicodeDecodeError", "UnicodeEncodeError"})
 _DEVICE_WORDS = re.compile(r"(?i)cuda|nccl|cudnn|cublas|device|gpu|xid|nvlink|ecc|hip\b|rocm")
 # PyTorch's checks on the program's own tensors (TORCH_CHECK in ATen: shapes, sizes, dtypes, devices, indices,
 # autograd misuse), raised as RuntimeError/ValueError/IndexError: a bug in the code or its data, whatever the

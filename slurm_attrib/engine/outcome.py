@@ -43,12 +43,18 @@ class _StatePolicy:
     memory_kill_states: tuple[str, ...]
     evidence_kinds: dict[str, str]
     hangs: dict[str, tuple[str, ...]]  # state -> kinds of a leading fault that make a job hang into it
+    between_nodes: tuple[str, ...]  # kinds that hang only a job whose ranks talk between nodes
 
     @classmethod
     def of(cls, rule_: Rule) -> _StatePolicy:
         return cls(outcomes=record_map(rule_, "state_outcomes", ("category", "responsible")),
                    memory_kill_states=str_list(rule_, "memory_kill_states"),
-                   evidence_kinds=str_map(rule_, "evidence_kinds"), hangs=list_map(rule_, "hangs"))
+                   evidence_kinds=str_map(rule_, "evidence_kinds"), hangs=list_map(rule_, "hangs"),
+                   between_nodes=str_list(rule_, "hangs_between_nodes"))
+
+    def hung_on(self, state: str, leader: Symptom, nodes: int) -> bool:
+        """Whether the leading fault makes a job in ``state`` one that hung on it."""
+        return leader.kind in self.hangs.get(state, ()) and (nodes > 1 or leader.kind not in self.between_nodes)
 
 
 @rule("final.scheduler_state")
@@ -87,7 +93,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         # a node that failed after its GPU fell off the bus failed for that: the part is named, not just the node
         ctx.outcome.annotations.append(f"the job then ended as {state}; the fault above explains it")
         return 0
-    if leader and leader.kind in policy.hangs.get(state, ()):
+    if leader and policy.hung_on(state, leader, len(ctx.job.nodes)):
         # a job that hung on a file server that never came back ran into its time limit because of it
         ctx.outcome.annotations.append(f"the job then ended as {state}: it hung on the fault above")
         return 0

@@ -317,11 +317,12 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
 
 def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], window_s: float,
                      leaders: list[Symptom]) -> list[Symptom]:
-    """An exception of the program's own code (a KeyError on a missing column: ``fields.code_error``) within
-    ``window_s`` of an infrastructure leader that cannot have caused it: the job may have died of either, so
-    the first such exception co-leads."""
-    if leader.responsible != "infrastructure" or leader.time is None:
-        return []
+    """An error of the program's own making (:func:`_program_error`: a KeyError on a missing column, its kernel's
+    illegal access) within ``window_s`` of an infrastructure leader or a physical fault (a host OOM kill, whose
+    ever process it hit) that cannot have caused it: the job may have died of either, so the first such error
+    co-leads."""
+    if (leader.responsible != "infrastructure" and not ctx.causal.is_physical(leader)) or leader.time is None:
+        return []  # a physical fault whoever's it is (a host OOM kill of the job's process or another's) counts
     span = ctx.tolerance(window_s)
     for sym in timed:
         if sym in leaders or sym.time is None or sym.role != "candidate" or not _program_error(ctx, sym):
