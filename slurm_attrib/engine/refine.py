@@ -250,6 +250,7 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     leader = _bystander_yields(ctx, leader, candidates, floor)
     leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor)]
     leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
+    leaders += _fault_just_after(ctx, leader, timed, leaders)
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
@@ -328,6 +329,23 @@ def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], 
         if sym in leaders or sym.time is None or sym.role != "candidate" or not _program_error(ctx, sym):
             continue
         if abs(sym.time - leader.time) <= span and not ctx.causal.explains(leader, sym):
+            return [sym]
+    return []
+
+
+def _fault_just_after(ctx: EngineContext, leader: Symptom, timed: list[Symptom],
+                      leaders: list[Symptom]) -> list[Symptom]:
+    """A program error that leads by seconds over a fault that kills what runs there and could have caused it (an
+    illegal memory access, then the GPU falling off the bus on the same node 6 s later: the driver notices a dead
+    GPU after the kernel that ran on it failed): which came first is not decided by the logs' order, both lead."""
+    if leader.time is None or not _program_error(ctx, leader) or leader.fields.get("code_error"):
+        return []
+    window = ctx.tolerance(ctx.causal.decision_window_s)
+    for sym in timed:
+        if sym in leaders or sym.time is None or sym.responsible != "infrastructure":
+            continue
+        if leader.time <= sym.time <= leader.time + window and ctx.causal.classes_of(sym) & _FATAL_CLASSES \
+                and ctx.causal.explains(sym, leader):
             return [sym]
     return []
 
