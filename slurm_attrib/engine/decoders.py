@@ -152,6 +152,17 @@ def decode_gpu_lost(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     return True
 
 
+@decoder("nvidia_reset_required")
+def decode_reset_required(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The GPU the line or the NVRM lines just before it name, else unknown (the node's)."""
+    pci = _nvrm_gpu(extra["text"], line, 20)
+    sym.gpu = pci
+    if pci:
+        sym.fields["pci"] = pci
+    sym.summary = f"the driver marked gpu {pci or '?'} on {sym.node or '?'} for reset: {sym.fields.get('what', '')}"
+    return True
+
+
 @decoder("nvidia_gpu_unsupported")
 def decode_gpu_unsupported(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """The GPU the message's first line (this one or up to three before it) names by address; an invalid

@@ -458,6 +458,8 @@ _SMI_GPU_HEADER = re.compile(r"^GPU (?P<pci>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-
 
 def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
     finding = str(sym.fields.get("finding", ""))
+    if finding == "dcgm_fail" and sym.fields.get("reason"):
+        return DIAG_MEMORY  # a deployment check's Error whose reason is the GPU's memory (the rule's regex)
     if finding == "dcgm_fail":
         test = str(sym.fields.get("test", ""))
         if _DCGM_CONFIG_TESTS.search(test):
@@ -467,6 +469,29 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
         return DIAG_NVLINK if _DCGM_NVLINK_TESTS.search(test) else DIAG_GPU
     return {"err": DIAG_GPU, "pending": DIAG_MEMORY, "remap_failure": DIAG_MEMORY, "reset": DIAG_GPU,
             "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU}.get(finding)
+
+
+def _dcgm_test_of(line: Line) -> str:
+    """The test a dcgmi diag result row without a name belongs to: the nearest row above that names one."""
+    for text in line.preceding(10):
+        parts = text.split("|")
+        if len(parts) < 3:
+            return ""
+        name = parts[1].strip()
+        if name:
+            return name
+    return ""
+
+
+def _dcgm_continuation(line: Line) -> list[str]:
+    """The cells a dcgmi diag table wrapped below this row (rows with an empty first column)."""
+    cells: list[str] = []
+    for text in line.iter_following(10):
+        parts = text.split("|")
+        if len(parts) < 3 or parts[1].strip():
+            break
+        cells.append(parts[2].strip())
+    return cells
 
 
 def _dcgm_warning(line: Line) -> str:
@@ -491,6 +516,8 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     sym.fields.setdefault("finding", str(extra["rule"].emit.get("finding", "")))
     if sym.fields["finding"] == "err" and _FAN_ONLY_ERR.match(extra["text"]) and extra["text"].count("ERR!") == 1:
         return False  # a fan reading alone: a sensor or driver quirk, not a GPU in a bad state
+    if sym.fields["finding"] == "dcgm_fail" and not sym.fields.get("test") and not sym.fields.get("reason"):
+        sym.fields["test"] = _dcgm_test_of(line)  # a result the table wrapped under its test's row
     verdict = _diag_verdict(sym)
     if verdict is None:
         return False
@@ -499,6 +526,16 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         if _NVLINK_DOWN.search(warning) and not _OTHER_WARNING.search(_NVLINK_DOWN.sub("", warning)):
             verdict = DIAG_NVLINK_DOWN
     apply_verdict(sym, verdict)
+    if sym.fields.get("reason"):
+        reason = " ".join([str(sym.fields["reason"]), *_dcgm_continuation(line)])
+        sym.fields["reason"] = " ".join(reason.split())[:300]
+        sym.summary = f"dcgmi diag on {sym.node}: {sym.fields['reason']}"
+    if sym.fields["finding"] == "pending" and sym.fields.get("field") != "Remapping Failure Occurred" \
+            and _pending_from_correctable(line):
+        # rows or pages pending from correctable errors only: the next reset applies the remap; the
+        # running job did not see a wrong bit (NVIDIA's A100 memory error management guide)
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("pending from correctable errors only: a GPU reset activates it; no job was affected")
     set_gpu(sym, extra["text"])
     if sym.gpu is None:
         for previous in line.preceding(3 if sym.fields.get("finding") == "err" else 400):
@@ -508,6 +545,24 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
                 set_gpu(sym, header.group(0))
                 break
     return True
+
+
+# the counts in the same nvidia-smi -q block as a 'Pending : Yes': Remapped Rows' 'Uncorrectable Error', Retired
+# Pages' 'Double Bit ECC' (N/A where the GPU remaps rows instead)
+_PENDING_CAUSE_COUNT = re.compile(r"^\s*(?:Uncorrectable Error|Double Bit ECC)\s*:\s*(\d+)\s*$")
+_BLOCK_HEADER = re.compile(r"^\s*(?:Remapped Rows|Retired Pages|GPU [0-9A-Fa-f]{4,8}:|ECC Errors)\s*$")
+
+
+def _pending_from_correctable(line: Line) -> bool:
+    """Whether the pending retirement or remap of this block comes from correctable errors only: its
+    uncorrectable (or double-bit) count, read in the block, is zero."""
+    for text in line.preceding(6):
+        count = _PENDING_CAUSE_COUNT.match(text)
+        if count is not None:
+            return int(count.group(1)) == 0
+        if _BLOCK_HEADER.match(text):
+            return False
+    return False
 
 
 @rule("refine.gpu_indeterminate_cuda_error")
