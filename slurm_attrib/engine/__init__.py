@@ -11,7 +11,7 @@ from .. import __version__
 from ..bundle import Bundle, load_bundle
 from ..config import Config
 from ..errors import RuleError
-from ..model import Diagnosis, Symptom
+from ..model import Diagnosis
 from ..ruleset import Rule, RuleSet, load_ruleset, python_part_problem, site_rules_dir
 from ..timestamps import parse_line_time
 from . import registry
@@ -64,9 +64,7 @@ class Engine:
         self.extractor.run(ctx)
         if not ctx.window_source:
             _window_from_evidence(ctx)
-        ctx.symptoms.sort(key=Symptom.sort_key)
-        for number, sym in enumerate(ctx.symptoms, start=1):
-            sym.id = f"s{number:04d}"
+        ctx.order()
         for phase in ("filter", "refine", "final", "post_outcome"):
             for rule in self.ruleset.by_phase(phase):
                 count = _run_rule(ctx, rule)

@@ -57,6 +57,9 @@ class EngineContext:
     causal: CausalModel = field(default_factory=CausalModel)
     notes: list[str] = field(default_factory=list)  # engine notes for the diagnosis (e.g. window drops)
     scan: ScanStats = field(default_factory=ScanStats)  # what extraction read, all files together (not in the JSON)
+    # when the job's stuck collectives began (the watchdog's stamp less its 'ran for'), and the margin around it
+    # (filter.outlived_fault); None without a stamped watchdog line
+    hang: Optional[tuple[datetime, timedelta]] = None
     _kept: Optional[list[Symptom]] = field(default=None, repr=False)  # active() once the filter phase is over
 
     @property
@@ -71,6 +74,13 @@ class EngineContext:
         if self._kept is not None:
             return list(self._kept)
         return [s for s in self.symptoms if s.dropped is None]
+
+    def order(self) -> None:
+        """Sort the symptoms by ``Symptom.sort_key`` and number them in that order (``s0001`` ...): after
+        extraction, and again when the filter phase moved a file's symptoms to another reading of its clock."""
+        self.symptoms.sort(key=Symptom.sort_key)
+        for number, sym in enumerate(self.symptoms, start=1):
+            sym.id = f"s{number:04d}"
 
     def filtered(self) -> None:
         """The filter phase is over: what :meth:`active` returns is fixed from now on."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional
 
 from ..model import SOURCE_APP, Symptom, connector_of
 from ..ruleset import Rule
-from ..timestamps import TimeContext, format_utc, parse_line_time
+from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
 from .context import EngineContext
 from .params import str_list
 from .ranks import split_rank
@@ -90,10 +90,14 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     for node, skew in sorted(skews.items()):
         ctx.notes.append(f"{node}'s clock was {-skew:g} s behind the controller's at its Epilog (collection.yaml): "
                          "its lines were placed in the job window with that correction")
-    utc_logs = _utc_application_logs(ctx)
-    for rel in utc_logs:
+    rezoned = _rezoned_application_logs(ctx)
+    if rezoned:
+        ctx.order()  # their times moved: active() hands the symptoms on in time order
+    for rel, zone_name in rezoned:
+        why = ("as UTC (a container's clock)" if zone_name == "UTC"
+               else f"at {zone_name} (the offset its nodes' kernel lines carry)")
         ctx.notes.append(f"{rel}: its stamps carry no zone and fall outside the job window in its node's zone but "
-                         "inside it as UTC (a container's clock): read as UTC")
+                         f"inside it {why}: read so")
     unread = 0
     for sym in ctx.active():
         if sym.kind == "job_state":
@@ -122,7 +126,7 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
         counts = ", ".join(f"{n} {source}" for source, n in sorted(dropped.items()))
         ctx.notes.append(f"{counts} symptom(s) fell outside the job window"
                          + (f"; {'; '.join(zones)}" if zones else ""))
-    return sum(dropped.values()) + unread + len(utc_logs)
+    return sum(dropped.values()) + unread + len(rezoned)
 
 
 def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -> bool:
@@ -135,30 +139,57 @@ def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -
     return upper is None or ctx.in_window(upper) is not False
 
 
-def _utc_application_logs(ctx: EngineContext) -> list[str]:
-    """Application logs written in UTC on a node whose zone is local (a container's clock; the kernel's
-    lines keep the node's zone): every stamp of the file carries no zone, lies outside the job window as
-    read in the node's zone, and inside it read as UTC. Their symptoms are moved to the UTC reading."""
+def _rezoned_application_logs(ctx: EngineContext) -> list[tuple[str, str]]:
+    """Application logs whose zone-less stamps all lie outside the job window as read in the zone assumed for
+    them, and all inside it read in another zone the bundle states: UTC (a container's clock on a node whose
+    zone is local; the kernel's lines keep the node's zone), else an offset the job nodes' own kernel lines
+    carry (journalctl's '+0800' where no facts name the zone). Their symptoms move to that reading; (file,
+    zone) for each file moved."""
     by_file: dict[str, list[Symptom]] = {}
     for sym in ctx.active():
         if sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_APP:
             by_file.setdefault(sym.evidence[0].file, []).append(sym)
-    moved: list[str] = []
+    moved: list[tuple[str, str]] = []
+    others: Optional[list[tuple[str, Any]]] = None
     for rel, symptoms in sorted(by_file.items()):
         own = [s for s in symptoms if not s.fields.get("time_inferred")]
         if not own or any(ctx.in_window(s.time) is not False for s in own):
             continue
         zone = time_context(ctx, own[0].node).zone
-        shifts = {id(sym): _offset(sym.time, zone) for sym in symptoms if sym.time is not None}
-        if not any(shifts[id(s)] for s in own) or not all(_zone_less(s, zone) for s in own[:3]):
+        if not all(_zone_less(ctx, s, zone) for s in own[:3]):
             continue
-        if any(ctx.in_window(when + shifts[id(s)]) is not True for s in own if (when := s.time)):
-            continue
-        for sym in symptoms:
-            shift_time(sym, shifts[id(sym)])
-            sym.notes.append("stamp read as UTC: its file's stamps fit the job only so")
-        moved.append(rel)
+        if others is None:
+            others = [("UTC", timezone.utc), *_kernel_offsets(ctx)]
+        for name, other in others:
+            shifts = {id(sym): _offset(sym.time, zone) - _offset(sym.time, other)
+                      for sym in symptoms if sym.time is not None}
+            if not any(shifts[id(s)] for s in own):
+                continue
+            if any(ctx.in_window(when + shifts[id(s)]) is not True for s in own if (when := s.time)):
+                continue
+            for sym in symptoms:
+                shift_time(sym, shifts[id(sym)])
+                sym.notes.append(f"stamp read at {name}: its file's stamps fit the job only so")
+            moved.append((rel, name))
+            break
     return moved
+
+
+def _kernel_offsets(ctx: EngineContext) -> list[tuple[str, Any]]:
+    """The UTC offsets the job's kernel lines write in their own stamps ('2024-10-02T18:06:38+0800'), one each."""
+    found: set[str] = set()
+    for sym in ctx.active():
+        if sym.evidence and sym.evidence[0].source != SOURCE_APP and sym.time is not None:
+            offset = iso_offset(sym.evidence[0].raw.split(" ", 1)[0])
+            if offset and offset not in ("Z", "z"):
+                found.add(offset)
+    out: list[tuple[str, Any]] = []
+    for offset in sorted(found):
+        try:
+            out.append((offset, zone_from_name(offset)))
+        except ValueError:
+            continue
+    return out
 
 
 def _offset(when: datetime, zone: Any) -> timedelta:
@@ -166,10 +197,12 @@ def _offset(when: datetime, zone: Any) -> timedelta:
     return when.astimezone(zone).utcoffset() or timedelta(0)
 
 
-def _zone_less(sym: Symptom, zone: Any) -> bool:
-    """Whether the symptom's own line has a stamp without a zone or offset (the node's zone was assumed)."""
+def _zone_less(ctx: EngineContext, sym: Symptom, zone: Any) -> bool:
+    """Whether the symptom's own line has a stamp without a zone or offset (the node's zone was assumed); the
+    job window gives a yearless stamp (glog's 'E1002 18:16:40') its year."""
     raw = sym.evidence[0].raw if sym.evidence else ""
-    stamp = parse_line_time(split_rank(raw)[1], TimeContext(zone=zone, zone_name="node"))
+    stamp = parse_line_time(split_rank(raw)[1], TimeContext(window_start=ctx.window_start, window_end=ctx.window_end,
+                                                            zone=zone, zone_name="node"))
     return stamp.time is not None and any(a.startswith("zone ") for a in stamp.assumptions)
 
 
@@ -339,6 +372,12 @@ def _first_failure(ctx: EngineContext) -> Symptom | None:
     return min(timed, key=Symptom.sort_key) if timed else None
 
 
+# faults the kernel logs the moment they happen (a port going down, an OOM kill), which cannot have started a hang
+# that began before them; a GPU the driver finds fallen off the bus on its next access, or a file server a client
+# declares not responding after its RPC timeouts, may be logged minutes into the hang they caused
+_LOGGED_AT_ONCE = frozenset({"network", "host_oom"})
+
+
 @rule("filter.outlived_fault")
 def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or a host OOM kill stamped well before the job's stuck collectives began (the
@@ -349,16 +388,26 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     if not starts:
         return 0
     began = min(starts)
-    limit = began - timedelta(seconds=float(rule_.params.get("margin_s", 300)))
+    margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
+    ctx.hang = (began, margin)
     count = 0
     for sym in ctx.active():
-        latest = latest_time(sym)
         physical = sym.responsible == "infrastructure" or sym.category == "host_oom"
-        if sym.role != "candidate" or not physical or latest is None or latest >= limit:
+        if sym.role != "candidate" or not physical:
+            continue
+        latest = latest_time(sym)
+        # a file system outage still a candidate never logged its recovery ('server X OK' makes it context): it
+        # lasts, and the ranks that do not read from it run on until one does
+        if latest is not None and latest < began - margin and sym.category != "storage":
+            sym.notes.append(f"the job's collectives ran on until {format_utc(began)}, "
+                             f"{int((began - latest).total_seconds())} s after it: not what stopped the job")
+        elif sym.category in _LOGGED_AT_ONCE and sym.time is not None and not sym.fields.get("time_inferred") \
+                and sym.time > began + margin:
+            sym.notes.append(f"the job's collectives were already stuck at {format_utc(began)}, "
+                             f"{int((sym.time - began).total_seconds())} s before it: it did not start the hang")
+        else:
             continue
         sym.role, sym.strength = "context", 0
-        sym.notes.append(f"the job's collectives ran on until {format_utc(began)}, "
-                         f"{int((began - latest).total_seconds())} s after it: not what stopped the job")
         count += 1
     return count
 

@@ -247,6 +247,7 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
         leader = _strongest_first(candidates)[0]
     tier = int(rule_.params.get("tier_width", 10))
     floor = int(rule_.params.get("unplaced_min_strength", 40))
+    leader = _at_the_hang(ctx, leader, timed)
     leader = _bystander_yields(ctx, leader, candidates, floor)
     leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor)]
     leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
@@ -255,6 +256,20 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
         sym.fields["leading"] = True
     ctx.leaders = leaders
     return len(leaders)
+
+
+def _at_the_hang(ctx: EngineContext, leader: Symptom, timed: list[Symptom]) -> Symptom:
+    """Where the job's stuck collectives began at a known time (:attr:`EngineContext.hang`), a fault that kills
+    what runs on it, stamped at that time, leads over an earlier candidate that lasts (a file system that
+    stopped answering minutes before): the one at the moment the job stopped explains the stop."""
+    if ctx.hang is None or leader.time is None:
+        return leader
+    began, margin = ctx.hang
+    if leader.time >= began - margin:
+        return leader
+    at_hang = [s for s in timed if s.time is not None and abs(s.time - began) <= margin
+               and s.responsible == "infrastructure" and ctx.causal.classes_of(s) & _FATAL_CLASSES]
+    return at_hang[0] if at_hang else leader
 
 
 # faults that kill the processes they touch whether or not the job's output says so (a GPU that fell off the

@@ -19,7 +19,8 @@ XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen o
 JOB = {"job_id": "101", "cluster": "c1", "user": "alice", "nodes": ["node-01", "node-02"],
        "start": "2026-11-20T10:00:00Z", "end": "2026-11-20T11:00:00Z", "state": "FAILED", "exit_code": "1:0",
        "gpus_per_node": 8}
-APP = ("0: [rank0]:[E1120 10:31:00.000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+# the watchdog at 10:40 timed out a collective stuck since 10:30, when the forged or real Xid line is stamped
+APP = ("0: [rank0]:[E1120 10:40:00.000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
        "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600012 milliseconds before timing out.\n")
 
 

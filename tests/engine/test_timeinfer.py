@@ -110,3 +110,16 @@ def test_a_shared_line_stamps_gives_the_same_times() -> None:
         stream = split_rank(LOG[index])[0]
         assert infer_time(line, stream, CTX, stamps=stamps) == infer_time(line, stream, CTX)
         assert next_time(line, stream, CTX, stamps) == next_time(line, stream, CTX)
+
+
+def test_a_combined_log_takes_the_zone_every_job_node_names() -> None:
+    """A combined job log (no node of its own) is written in its nodes' local time: the zone all their facts
+    name wins over the offset the controller printed the job's start with, not over a zone job.yaml names."""
+    job = JobFacts(job_id="1", nodes=("node-01", "node-02"), timezone="UTC",
+                   timezone_source="the offset of the job's start time")
+    ctx = make_context(job)
+    for node in job.nodes:
+        ctx.bundle.node_facts[node] = NodeFacts(node=node, timezone="Asia/Shanghai")
+    assert time_context(ctx, None).zone_name == "Asia/Shanghai (from the facts of the job's nodes)"
+    ctx.bundle.node_facts["node-02"] = NodeFacts(node="node-02", timezone="Europe/Berlin")
+    assert time_context(ctx, None).zone_name == "UTC (from the offset of the job's start time)"

@@ -61,8 +61,13 @@ CONTAINED = Verdict("candidate", "unknown", "unknown", 40,
                     "tell", readings=("gpu_memory", "nvlink"))
 FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
                  "802 'system not yet initialized': the NVSwitch fabric is not up (nvidia-fabricmanager / NVLSM)")
-GPU_UNAVAILABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
-                          "the GPU is held by another process or needs a reset")
+# 'all CUDA-capable devices are busy or unavailable' (46): the GPU in an exclusive compute mode another process
+# holds (a job layout that puts two ranks on one GPU, another tenant), or one that needs a reset; a kernel Xid
+# or the driver's reset-required line decides for the hardware, alone both readings and no node named
+GPU_UNAVAILABLE = Verdict("candidate", "unknown", "unknown", 45,
+                          "the GPU is held by another process (exclusive compute mode: two ranks on one GPU, "
+                          "another job) or needs a reset; the node's kernel log or nvidia-smi tells",
+                          readings=("gpu_hardware", "application"))
 DRIVER_MISMATCH = Verdict("candidate", "node_failure", "unknown", 45,
                           "the node's driver and the CUDA libraries disagree (a container's own CUDA forward-"
                           "compatibility libraries on a driver they do not support, or a driver updated without "
@@ -153,8 +158,10 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
 ALLOC_FAILED = re.compile(r"\bCU(?:BLAS|DNN|SOLVER|SPARSE|RAND)_STATUS_ALLOC_FAILED\b|\bCUFFT_ALLOC_FAILED\b")
 _NAME = re.compile(r"\b(?:cudaError\w+|hipError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
 # 'code=802(', '(code #214,', 'error code 214', 'Error 802: ', 'Cuda failure 802 ', 'runtime error (802)',
-# glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to'
+# glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to', geryon's (LAMMPS GPU package) 'Cuda driver error
+# 804 in call at file'
 _CODE = re.compile(r"(?i)(?:\bcode=|\(code\s*#?|error code:?\s*|\berror\s+(?=\d+:)|cuda failure\s+|"
+                   r"cuda driver error\s+(?=\d+ in call)|"
                    r"runtime error \(|cudaSuccess == \w+ \(0 vs\.\s*|\[(?=\d+\] Call to))(?P<code>\d{1,3})\b")
 _BY_NAME = {e.name.lower(): e for e in CUDA_ERRORS} | {e.driver.lower(): e for e in CUDA_ERRORS if e.driver} \
     | {e.driver.lower()[5:]: e for e in CUDA_ERRORS if e.driver}  # 'ERROR_ECC_UNCORRECTABLE' (Julia)
