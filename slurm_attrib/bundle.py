@@ -12,6 +12,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional
 
@@ -87,6 +88,14 @@ class Bundle:
 
     def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:
         return self.node_facts.get(node) if node else None
+
+    @cached_property
+    def nodes_zone(self) -> str:
+        """The zone every job node's facts that name one agree on, or "" (none named, or two different): once
+        per bundle, which every file's time context asks."""
+        nodes = self.job.node_set
+        zones = {f.timezone for n, f in self.node_facts.items() if f.timezone and n in nodes}
+        return zones.pop() if len(zones) == 1 else ""
 
     def kernel_origin(self, node: Optional[str]) -> str:
         """Where the collector took ``node``'s kernel log from (:data:`KERNEL_ORIGINS`); ``""`` when the

@@ -21,7 +21,7 @@ def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
     facts = ctx.bundle.facts_for(node)
     if facts and facts.timezone:
         zone_name, source = facts.timezone, f"facts/{node}.yaml"
-    elif not ctx.job.timezone_source.startswith("job.yaml") and (shared := _nodes_zone(ctx)):
+    elif not ctx.job.timezone_source.startswith("job.yaml") and (shared := ctx.bundle.nodes_zone):
         # a combined job log is written by processes on the job's nodes, in their local time: the zone all their
         # facts name says more than the offset the controller printed the job's start with
         zone_name, source = shared, "the facts of the job's nodes"
@@ -35,12 +35,6 @@ def time_context(ctx: EngineContext, node: Optional[str]) -> TimeContext:
     label = f"{zone_name} (from {source})" if source != "default" else f"{zone_name} (no zone in the node facts or job)"
     return TimeContext(window_start=ctx.window_start, window_end=ctx.window_end, zone=zone,
                        zone_name=label, boot_time=facts.boot_time if facts else None)
-
-
-def _nodes_zone(ctx: EngineContext) -> str:
-    """The zone every job node's facts that name one agree on, or "" (none named, or two different)."""
-    zones = {f.timezone for f in (ctx.bundle.facts_for(n) for n in ctx.job.nodes) if f is not None and f.timezone}
-    return zones.pop() if len(zones) == 1 else ""
 
 
 class LineStamps:

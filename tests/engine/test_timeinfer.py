@@ -121,5 +121,7 @@ def test_a_combined_log_takes_the_zone_every_job_node_names() -> None:
     for node in job.nodes:
         ctx.bundle.node_facts[node] = NodeFacts(node=node, timezone="Asia/Shanghai")
     assert time_context(ctx, None).zone_name == "Asia/Shanghai (from the facts of the job's nodes)"
+    ctx = make_context(job)  # the bundle works its nodes' zone out once
+    ctx.bundle.node_facts["node-01"] = NodeFacts(node="node-01", timezone="Asia/Shanghai")
     ctx.bundle.node_facts["node-02"] = NodeFacts(node="node-02", timezone="Europe/Berlin")
     assert time_context(ctx, None).zone_name == "UTC (from the offset of the job's start time)"
