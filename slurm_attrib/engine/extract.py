@@ -367,6 +367,7 @@ class _LineHandler:
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
         self.aliased = index.aliased  # rules whose regex names a field in several branches ("host__2")
         self.memo: dict[str, Any] = {}  # the decoders' own, for this file (registry.decoder)
+        self._one_rank_per_node: Optional[bool] = None  # the job's rank map (_label_is_rank)
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
         """Like :func:`infer_time`, but stops at the last hit line of the same stream whose stamp is
@@ -444,7 +445,9 @@ class _LineHandler:
         says so; in a combined file the mapping is kept as the line's place but marked, and names no culprit."""
         job = self.ctx.job
         mapped = job.rank_node(label)
-        if mapped is None or all(len(job.node_ranks(n)) <= 1 for n in job.nodes):
+        if self._one_rank_per_node is None:  # once per file: a 512-node job asks it for every labelled line
+            self._one_rank_per_node = all(len(job.node_ranks(n)) <= 1 for n in job.nodes)
+        if mapped is None or self._one_rank_per_node:
             return True
         if file_node is not None:
             return mapped == file_node
@@ -489,7 +492,7 @@ class _LineHandler:
         if rule.id in self.aliased:  # "host__2": one field in another wording's branch (group names are unique)
             fields = _unalias(fields)
         rank, local = global_rank(stream, file_node, self.ctx.job)
-        labelled = stream is not None and stream[1] is None and stream[2] is None and rank is not None
+        labelled = stream is not None and stream[1] is None and stream[2] is None
         if labelled and rank is not None and not self._label_is_rank(rank, file_node, fields):
             rank = None  # srun's task number, not the program's rank: one launcher per node (torchrun under srun)
         if rank is None:

@@ -334,11 +334,11 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
 def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], window_s: float,
                      leaders: list[Symptom]) -> list[Symptom]:
     """An error of the program's own making (:func:`_program_error`: a KeyError on a missing column, its kernel's
-    illegal access) within ``window_s`` of an infrastructure leader or a physical fault (a host OOM kill, whose
-    ever process it hit) that cannot have caused it: the job may have died of either, so the first such error
-    co-leads."""
+    illegal access) within ``window_s`` of an infrastructure leader or a physical fault (a host OOM kill,
+    whichever process it hit) that cannot have caused it: the job may have died of either, so the first such
+    error co-leads."""
     if (leader.responsible != "infrastructure" and not ctx.causal.is_physical(leader)) or leader.time is None:
-        return []  # a physical fault whoever's it is (a host OOM kill of the job's process or another's) counts
+        return []
     span = ctx.tolerance(window_s)
     for sym in timed:
         if sym in leaders or sym.time is None or sym.role != "candidate" or not _program_error(ctx, sym):
