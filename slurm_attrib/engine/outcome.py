@@ -97,6 +97,15 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         # a job that hung on a file server that never came back ran into its time limit because of it
         ctx.outcome.annotations.append(f"the job then ended as {state}: it hung on the fault above")
         return 0
+    if state == "NODE_FAIL" and leader is not None and _program_side(ctx, leader):
+        # the program's own error before Slurm lost a node: the job may have died of either, the node's loss
+        # is not blamed on the strength of the state alone
+        reports = [s for s in ctx.active() if s.kind == "srun_node_failure"] or \
+            [s for s in ctx.symptoms if s.kind == "job_state"]
+        named = ", ".join(_lost_nodes(ctx)) or "a node"
+        return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="unknown",
+                       candidates=[leader, *reports[:1]], culprit_nodes=[],
+                       summary=f"{_describe(leader)}; and Slurm lost {named}")
     if state == "NODE_FAIL":
         return _node_failure(ctx, rule_, leader)
     culprits: list[str] = []

@@ -241,7 +241,10 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
                                                  *Symptom.sort_key(s)))
         else:
             strongest = _strongest_first(close)[0]
-            if strongest.strength > leader.strength + margin:
+            # a kernel fault and the error it caused, logged out of order; the program's own error (or one whose
+            # side is unknown) yields only to a fault that can have caused it
+            if strongest.strength > leader.strength + margin and (
+                    leader.responsible == "infrastructure" or ctx.causal.explains(strongest, leader)):
                 leader = strongest
     else:
         leader = _strongest_first(candidates)[0]
