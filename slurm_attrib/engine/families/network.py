@@ -263,7 +263,10 @@ def decode_ofi_setup(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 _MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot assign requested address|"
                         r"name or service not known|temporary failure in name resolution|no address associated|"
                         r"nodename nor servname|EADDRNOTAVAIL|ENETUNREACH|EHOSTUNREACH|"
-                        r"address family not supported by protocol|EAFNOSUPPORT")
+                        r"address family not supported by protocol|EAFNOSUPPORT|"
+                        # NCCL retries refused, timed-out and unreachable connects; any other errno fails at
+                        # once (socketConnectCheck): an abort is the local stack refusing the address
+                        r"Software caused connection abort|ECONNABORTED")
 # a connection to a loopback address of another rank: a host name that resolves to 127.0.1.1 (Debian's
 # /etc/hosts) or an interface choice that advertised loopback; nothing of another node's was reached
 _LOOPBACK_PEER = re.compile(r"\[(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)\]:\d+|(?<![\d.])127\.0\.[01]\.1(?![\d.])")

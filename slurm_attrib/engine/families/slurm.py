@@ -131,6 +131,14 @@ _IMAGE_ERRORS = re.compile(r"(?i)failed to import docker image|manifest unknown|
                            r"invalid image|no such image|pull access denied|image .{0,80} not found|"
                            r"requested access to the resource is denied|invalid reference format|"
                            r"enroot-switchroot: failed to execute|doesn't exist in container")
+# What enroot said went wrong on the node, in the log pyxis prints after its generic failure (pyxis_slurmstepd.c:
+# 'failed to import docker image', then enroot_print_last_log()): a directory of the node's runtime path it may not
+# create, a shell variable the node's environment lacks, a user namespace or a file it cannot have for lack of space
+_ENROOT_HOST_ERRORS = re.compile(r"mkdir: cannot create directory '[^'\n]{1,200}': Permission denied|"
+                                 r"HOME: unbound variable|failed to create user namespace|"
+                                 r"Write failed because No space left on device|"
+                                 r"FATAL ERROR:\s?write_file: failed to create file")
+_NO_SPACE = re.compile(r"No space left on device|write_file: failed to create file")
 # The job's own image or request, in a container runtime's words: a program the image lacks, a bind
 # destination a --writable container does not have, an absolute path the bind needs
 _JOB_CONTAINER = re.compile(r"(?i)enroot-switchroot: failed to execute|doesn't exist in container|"
@@ -196,6 +204,13 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
     """A SPANK failure is the node's container setup unless the plugin's lines just before it say the
     job's image could not be had; the plugin's own explanation is kept as the symptom's detail."""
     for previous in line.preceding(30):
+        if _ENROOT_HOST_ERRORS.search(previous):
+            # the enroot log pyxis dumps after its generic 'failed to import docker image': the node's own setup
+            # (a runtime directory it may not create, a user namespace it cannot have) or its disk, not the image
+            sym.category = "storage" if _NO_SPACE.search(previous) else "node_failure"
+            sym.responsible, sym.strength = "unknown", 50
+            sym.fields["plugin_said"] = previous.strip()[:200]
+            return True
         if _IMAGE_ERRORS.search(previous):
             sym.category, sym.responsible, sym.strength = "application", "workload", 50
             sym.fields["plugin_said"] = previous.strip()[:200]
