@@ -396,7 +396,7 @@ class _LineHandler:
             node = (job_node(self.ctx, address) if address else None) or node
         if not self._match(line, text, stream, node) and self.app:
             rest = after_log_prefix(text)  # '2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: ...'
-            if rest is not None:
+            if rest is not None and not _LOGGED_LEVEL.search(text[:len(text) - len(rest)]):
                 inner, rest = split_rank(rest)
                 self._match(line, rest, inner or stream, node, stamped=text)
 
@@ -442,7 +442,8 @@ class _LineHandler:
         """Whether srun's ``--label`` task number can be read as the program's rank: where the job's rank map
         puts several ranks on a node, srun may have started one launcher per node (torchrun, accelerate) whose
         workers all print under the launcher's task number. A node's own file that the rank map contradicts
-        says so; in a combined file the mapping is kept as the line's place but marked, and names no culprit."""
+        says so; in a combined file the mapping is kept as the line's place but marked: it names no culprit and
+        witnesses nothing on that node."""
         job = self.ctx.job
         mapped = job.rank_node(label)
         if self._one_rank_per_node is None:  # once per file: a 512-node job asks it for every labelled line
@@ -527,6 +528,9 @@ class _LineHandler:
         self.ctx.fired[rule.id] += 1
         self.found += 1
 
+
+# a logging prefix at a level below ERROR: the program logged the line and went on (a handled exception's text)
+_LOGGED_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN)\b")
 
 EXPORT_RECORD = "export_record"  # a line a log store exported (CSV row, JSON object): its own fields say who and when
 # a syslog header inside a line, after whatever a tool put before it (logcli's "<stamp> {labels} ", a CSV cell,

@@ -242,7 +242,8 @@ def _gpu_errors_by_node(ctx: EngineContext, kinds: set[str],
     """The job's own GPU errors (application lines of ``kinds`` or ``categories``), per node, in order."""
     found: dict[Optional[str], list[Symptom]] = {}
     for sym in ctx.active():
-        if sym.evidence and sym.evidence[0].source == SOURCE_APP and (sym.kind in kinds or sym.category in categories):
+        if sym.evidence and sym.evidence[0].source == SOURCE_APP and (sym.kind in kinds or sym.category in categories) \
+                and not sym.fields.get("node_from_label"):  # a per-node launcher's task number places it nowhere
             found.setdefault(sym.node, []).append(sym)
     return found
 
@@ -378,6 +379,21 @@ def _first_failure(ctx: EngineContext) -> Symptom | None:
 _LOGGED_AT_ONCE = frozenset({"network", "host_oom"})
 
 
+# Slurm's own OOM reports ('Detected 1 oom_kill event in StepId=...') come when the step ends, after the kill
+_REPORTED_AT_STEP_END = frozenset({"slurm_oom_kill", "slurm_memory_limit"})
+
+
+def _last_stall(starts: list[datetime], margin: timedelta) -> datetime:
+    """The start of the job's last stall: the watchdog lines of an earlier, finished one (a retried step, an
+    elastic restart, an old log appended) do not move it. Starts more than ``margin`` apart are two stalls."""
+    began = starts[-1]
+    for start in reversed(starts[:-1]):
+        if began - start > margin:
+            break
+        began = start
+    return began
+
+
 @rule("filter.outlived_fault")
 def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or a host OOM kill stamped well before the job's stuck collectives began (the
@@ -387,8 +403,8 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
               and str(sym.fields.get("ran_ms", "")).isdecimal()]
     if not starts:
         return 0
-    began = min(starts)
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
+    began = _last_stall(sorted(starts), margin)
     ctx.hang = (began, margin)
     count = 0
     for sym in ctx.active():
@@ -401,8 +417,8 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
         if latest is not None and latest < began - margin and sym.category != "storage":
             sym.notes.append(f"the job's collectives ran on until {format_utc(began)}, "
                              f"{int((began - latest).total_seconds())} s after it: not what stopped the job")
-        elif sym.category in _LOGGED_AT_ONCE and sym.time is not None and not sym.fields.get("time_inferred") \
-                and sym.time > began + margin:
+        elif sym.category in _LOGGED_AT_ONCE and sym.kind not in _REPORTED_AT_STEP_END and sym.time is not None \
+                and not sym.fields.get("time_inferred") and sym.time > began + margin:
             sym.notes.append(f"the job's collectives were already stuck at {format_utc(began)}, "
                              f"{int((sym.time - began).total_seconds())} s before it: it did not start the hang")
         else:

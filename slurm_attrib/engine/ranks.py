@@ -123,8 +123,8 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
             rank = int(named)
         elif match.group(2) is not None and local is None:
             local = int(match.group(2))
-        elif match.group(3) is not None and label is None:
-            label = int(match.group(3))
+        elif match.group(3) is not None and label is None and not match.group(0).lstrip().startswith("P"):
+            label = int(match.group(3))  # 'P1 3: ' (a het job's component 1, its task 3) names no rank of the map
         text = text[match.end():]
 
 

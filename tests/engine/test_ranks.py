@@ -134,7 +134,7 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
             rank = int(named)
         elif match.group(2) is not None and local is None:
             local = int(match.group(2))
-        elif match.group(3) is not None and label is None:
+        elif match.group(3) is not None and label is None and not match.group(0).lstrip().startswith("P"):
             label = int(match.group(3))
         text = text[match.end():]
 
@@ -190,7 +190,7 @@ def test_the_default_process_groups_rank_is_the_global_rank(text: str, rank: Opt
 
 
 @pytest.mark.parametrize(("line", "stream", "rest"), [
-    ("P1 3: run_train.py: error: unrecognized arguments", (3, None, None),
+    ("P1 3: run_train.py: error: unrecognized arguments", (None, None, None),  # a component's task, no rank
      "run_train.py: error: unrecognized arguments"),
     ("\ufeffException: expected value at line 1 column 1", None, "Exception: expected value at line 1 column 1"),
     ("Sat Feb 22 14:31:07 2025[1,26]<stderr>:free(): corrupted unsorted chunks", (None, 26, None),
