@@ -84,6 +84,13 @@ class CausalModel:
         return any(e.cause in causes and e.effect in effects and self._in_scope(e.scope, cause, effect)
                    for e in self.edges)
 
+    def program_error(self, sym: Symptom, classes: frozenset[str] = frozenset({"app_error"})) -> bool:
+        """An error of the program's own making: an exception of its code (``fields.code_error``) or a workload
+        error of one of ``classes`` (app_error: an illegal access of its kernel, an uncaught C++ exception, a
+        heap it corrupted; with gpu_oom_error, its tensors filling the GPU)."""
+        return bool(sym.fields.get("code_error")) or (sym.responsible == "workload"
+                                                       and bool(self.classes_of(sym) & classes))
+
     def is_physical(self, sym: Symptom) -> bool:
         """A fault of an independent class: no fault on another node can cause it."""
         return bool(self.classes_of(sym) & self.independent)

@@ -81,8 +81,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     if leader and state == "NODE_FAIL" and lost and leader.node and leader.node not in lost \
             and leader.responsible == "infrastructure" and leader.strength >= threshold:
         # a fault on a node that stayed up does not say why Slurm lost another one: both are candidates
-        reports = [s for s in ctx.active() if s.kind == "srun_node_failure"] or \
-            [s for s in ctx.symptoms if s.kind == "job_state"]
+        reports = _loss_reports(ctx)
         nodes = ", ".join(sorted({*lost, str(leader.node)}))
         return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="infrastructure",
                        candidates=[leader, *reports[:1]], culprit_nodes=[],
@@ -100,8 +99,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     if state == "NODE_FAIL" and leader is not None and _program_side(ctx, leader):
         # the program's own error before Slurm lost a node: the job may have died of either, the node's loss
         # is not blamed on the strength of the state alone
-        reports = [s for s in ctx.active() if s.kind == "srun_node_failure"] or \
-            [s for s in ctx.symptoms if s.kind == "job_state"]
+        reports = _loss_reports(ctx)
         named = ", ".join(_lost_nodes(ctx)) or "a node"
         return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="unknown",
                        candidates=[leader, *reports[:1]], culprit_nodes=[],
@@ -266,11 +264,18 @@ def _near_window_faults(ctx: EngineContext) -> list[Symptom]:
     return sorted(first_per_node.values(), key=Symptom.sort_key)
 
 
+_PROGRAM_SIDE = frozenset({"app_error", "gpu_oom_error"})  # CausalModel.program_error's classes, GPU OOM too
+
+
 def _program_side(ctx: EngineContext, sym: Symptom) -> bool:
-    """An error of the program's own making: a code error, or a workload error of the causal model's app_error
-    or gpu_oom_error class."""
-    return bool(sym.fields.get("code_error")) or (
-        sym.responsible == "workload" and bool(ctx.causal.classes_of(sym) & {"app_error", "gpu_oom_error"}))
+    """An error of the program's own making, its tensors filling the GPU included."""
+    return ctx.causal.program_error(sym, _PROGRAM_SIDE)
+
+
+def _loss_reports(ctx: EngineContext) -> list[Symptom]:
+    """What says Slurm lost a node: srun's 'Node failure on X' lines, else the job's NODE_FAIL state."""
+    return [s for s in ctx.active() if s.kind == "srun_node_failure"] or \
+        [s for s in ctx.symptoms if s.kind == "job_state"]
 
 
 _GPU_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink")

@@ -291,7 +291,7 @@ def _bystander_yields(ctx: EngineContext, leader: Symptom, candidates: list[Symp
     if leader.responsible != "infrastructure" or causal.classes_of(leader) & _FATAL_CLASSES:
         return leader
     program = [s for s in candidates
-               if s.strength >= floor and _program_error(ctx, s) and not causal.explains(leader, s)]
+               if s.strength >= floor and causal.program_error(s) and not causal.explains(leader, s)]
     if not program:
         return leader
     for sym in ctx.active():
@@ -300,14 +300,6 @@ def _bystander_yields(ctx: EngineContext, leader: Symptom, candidates: list[Symp
         if sym.evidence[0].source == SOURCE_APP and causal.classes_of(sym) - {"exit"} and causal.explains(leader, sym):
             return leader  # the fault shows in the job's own output: it is no bystander
     return min(program, key=Symptom.sort_key)
-
-
-def _program_error(ctx: EngineContext, sym: Symptom) -> bool:
-    """An error of the program's own making: an exception of its code (``fields.code_error``) or a workload
-    error of the causal model's app_error class (an illegal memory access of its kernel, an uncaught C++
-    exception, a heap the process corrupted)."""
-    return bool(sym.fields.get("code_error")) or (sym.responsible == "workload"
-                                                   and "app_error" in ctx.causal.classes_of(sym))
 
 
 def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier: int) -> list[Symptom]:
@@ -336,15 +328,15 @@ def _co_leaders(ctx: EngineContext, leader: Symptom, timed: list[Symptom], tier:
 
 def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], window_s: float,
                      leaders: list[Symptom]) -> list[Symptom]:
-    """An error of the program's own making (:func:`_program_error`: a KeyError on a missing column, its kernel's
-    illegal access) within ``window_s`` of an infrastructure leader or a physical fault (a host OOM kill,
+    """An error of the program's own making (:meth:`CausalModel.program_error`: a KeyError on a missing column,
+    its kernel's illegal access) within ``window_s`` of an infrastructure leader or a physical fault (a host OOM kill,
     whichever process it hit) that cannot have caused it: the job may have died of either, so the first such
     error co-leads."""
     if (leader.responsible != "infrastructure" and not ctx.causal.is_physical(leader)) or leader.time is None:
         return []
     span = ctx.tolerance(window_s)
     for sym in timed:
-        if sym in leaders or sym.time is None or sym.role != "candidate" or not _program_error(ctx, sym):
+        if sym in leaders or sym.time is None or sym.role != "candidate" or not ctx.causal.program_error(sym):
             continue
         if abs(sym.time - leader.time) <= span and not ctx.causal.explains(leader, sym):
             return [sym]
@@ -356,7 +348,7 @@ def _fault_just_after(ctx: EngineContext, leader: Symptom, timed: list[Symptom],
     """A program error that leads by seconds over a fault that kills what runs there and could have caused it (an
     illegal memory access, then the GPU falling off the bus on the same node 6 s later: the driver notices a dead
     GPU after the kernel that ran on it failed): which came first is not decided by the logs' order, both lead."""
-    if leader.time is None or not _program_error(ctx, leader) or leader.fields.get("code_error"):
+    if leader.time is None or not ctx.causal.program_error(leader) or leader.fields.get("code_error"):
         return []
     window = ctx.tolerance(ctx.causal.decision_window_s)
     for sym in timed:

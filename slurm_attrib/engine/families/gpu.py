@@ -490,12 +490,13 @@ def _dcgm_test_of(line: Line) -> str:
     return ""
 
 
-def _dcgm_continuation(line: Line) -> list[str]:
-    """The cells a dcgmi diag table wrapped below this row (rows with an empty first column)."""
+def _dcgm_cells_below(line: Line, limit: int, names: tuple[str, ...] = ("",)) -> list[str]:
+    """The second cells of the dcgmi diag table rows below this one whose first cell is one of ``names``
+    (the table wraps a long cell onto rows with an empty first column), up to the first other row."""
     cells: list[str] = []
-    for text in line.iter_following(10):
+    for text in line.iter_following(limit):
         parts = text.split("|")
-        if len(parts) < 3 or parts[1].strip():
+        if len(parts) < 3 or parts[1].strip() not in names:
             break
         cells.append(parts[2].strip())
     return cells
@@ -504,16 +505,7 @@ def _dcgm_continuation(line: Line) -> list[str]:
 def _dcgm_warning(line: Line) -> str:
     """The Warning cell of a dcgmi diag test row, which the table wraps over the rows below it (mid-word):
     the cells joined without separators, up to the next test's row."""
-    cells: list[str] = []
-    for text in line.iter_following(40):
-        parts = text.split("|")
-        if len(parts) < 3:
-            break
-        name = parts[1].strip()
-        if name and name not in ("Warning", "Info"):
-            break
-        cells.append(parts[2].strip())
-    return "".join(cells)
+    return "".join(_dcgm_cells_below(line, 40, ("", "Warning", "Info")))
 
 
 @decoder("gpu_diag")
@@ -534,7 +526,7 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
             verdict = DIAG_NVLINK_DOWN
     apply_verdict(sym, verdict)
     if sym.fields.get("reason"):
-        reason = " ".join([str(sym.fields["reason"]), *_dcgm_continuation(line)])
+        reason = " ".join([str(sym.fields["reason"]), *_dcgm_cells_below(line, 10)])
         sym.fields["reason"] = " ".join(reason.split())[:300]
         sym.summary = f"dcgmi diag on {sym.node}: {sym.fields['reason']}"
     if sym.fields["finding"] == "pending" and sym.fields.get("field") != "Remapping Failure Occurred" \
