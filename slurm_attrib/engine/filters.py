@@ -139,6 +139,9 @@ def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -
     return upper is None or ctx.in_window(upper) is not False
 
 
+_SLURM_WRITTEN = re.compile(r"(?:slurmstepd(?:-[\w.-]+)?|srun|salloc|sbatch): ")
+
+
 def _rezoned_application_logs(ctx: EngineContext) -> list[tuple[str, str]]:
     """Application logs whose zone-less stamps all lie outside the job window as read in the zone assumed for
     them, and all inside it read in another zone the bundle states: UTC (a container's clock on a node whose
@@ -147,7 +150,10 @@ def _rezoned_application_logs(ctx: EngineContext) -> list[tuple[str, str]]:
     zone) for each file moved."""
     by_file: dict[str, list[Symptom]] = {}
     for sym in ctx.active():
-        if sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_APP:
+        if sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_APP \
+                and not _SLURM_WRITTEN.match(split_rank(sym.evidence[0].raw)[1]):
+            # srun's and slurmstepd's own lines ('*** JOB 12 ON n1 CANCELLED AT 2026-...') carry the host's local
+            # time whatever clock the program's container keeps: they neither vote on the file's zone nor move
             by_file.setdefault(sym.evidence[0].file, []).append(sym)
     moved: list[tuple[str, str]] = []
     others: Optional[list[tuple[str, Any]]] = None
