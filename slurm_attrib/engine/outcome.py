@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..bundle import TRUSTED_KERNEL_ORIGINS
 from ..errors import RuleError
-from ..model import SOURCE_APP, TRUST_UNVERIFIED, Symptom, iso
+from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
@@ -229,6 +229,11 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
             culprits = []
             notes.append(f"only the application's output says {root.node}'s GPU failed, and that node's own kernel "
                          "log, collected for the job, holds no GPU error: the node is not named")
+        elif culprits and _unverified_kernel_claim(ctx, root):
+            culprits = []
+            notes.append(f"only lines of {root.node}'s mixed syslog file, which any local program can write "
+                         "(`logger -t kernel`), say so, and nothing the kernel alone writes confirms it: the node is "
+                         "not named")
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
                        root=root, culprit_nodes=culprits, summary=_describe(root), annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
@@ -291,6 +296,26 @@ def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
         return False
     return not any(s.node == root.node and s.category in _GPU_CATEGORIES and s.evidence
                    and s.evidence[0].source != SOURCE_APP for s in ctx.symptoms)
+
+
+def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
+    """A node fault that rests only on lines of the node's mixed syslog file (the collector found no kernel-only
+    source: journald, the ring buffer, kern.log), where a local user's ``logger -t kernel "NVRM: Xid ..."`` reads
+    like the kernel's own, with no line of a trusted source, no GPU snapshot and no diagnostic of that node
+    showing a fault of the same category."""
+    if not root.node or ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS:
+        return False
+    if not any(e.source != SOURCE_APP for e in root.evidence) or any(
+            e.source != SOURCE_APP and e.trust != TRUST_UNVERIFIED for e in root.evidence):
+        return False
+    return not any(s.node == root.node and s.category == root.category and s.evidence and any(
+        e.source not in (SOURCE_APP, SOURCE_KERNEL) or (e.source == SOURCE_KERNEL and e.trust != TRUST_UNVERIFIED)
+        for e in s.evidence) for s in ctx.symptoms if s.dropped is None)
+
+
+# kernel logs a local program can write into: a mixed syslog file, and a record that predates origins (its
+# collector may have read one)
+_USER_WRITABLE_ORIGINS = ("mixed-file", "unrecorded")
 
 
 def _blamed(root: Symptom, shared_categories: tuple[str, ...]) -> list[str]:

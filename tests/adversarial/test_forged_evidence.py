@@ -69,10 +69,11 @@ def test_a_kernel_tagged_line_from_a_mixed_file_explains_but_is_unverified(tmp_p
     mixed = _diagnose(_bundle(tmp_path / "mixed", {"node-01.log": line}, {"node-01": "mixed-file"}))
     assert mixed["status"] == "attributed" and mixed["root_cause"]["evidence"][0]["trust"] == "unverified"
     assert any("rests on unverified kernel lines" in a for a in mixed["annotations"])
+    assert mixed["culprit_nodes"] == [] and "any local program can write" in " ".join(mixed["annotations"])
     kernel = _diagnose(_bundle(tmp_path / "journald", {"node-01.log": line}, {"node-01": "journald"}))
-    assert kernel["root_cause"]["evidence"][0]["trust"] == "kernel"
+    assert kernel["root_cause"]["evidence"][0]["trust"] == "kernel" and kernel["culprit_nodes"] == ["node-01"]
     legacy = _diagnose(_bundle(tmp_path / "legacy", {"node-01.log": line}, {"node-01": "something-else"}))
-    assert legacy["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert legacy["root_cause"]["evidence"][0]["trust"] == "unverified" and legacy["culprit_nodes"] == []
 
 
 @pytest.mark.parametrize("line", [f"Nov 20 10:30:00 node-02 kernel: {XID79}",
