@@ -60,6 +60,8 @@ class EngineContext:
     # when the job's stuck collectives began (the watchdog's stamp less its 'ran for'), and the margin around it
     # (filter.outlived_fault); None without a stamped watchdog line
     hang: Optional[tuple[datetime, timedelta]] = None
+    # application logs filter.outside_job_window re-read in another zone: file (bundle-relative) -> zone name
+    app_zones: dict[str, str] = field(default_factory=dict)
     _kept: Optional[list[Symptom]] = field(default=None, repr=False)  # active() once the filter phase is over
 
     @property

@@ -3,17 +3,23 @@ reason, and the diagnosis can list it."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..model import SOURCE_APP, Symptom, connector_of
 from ..ruleset import Rule
+from ..safeio import open_regular
+from ..scan import decode
 from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
 from .context import EngineContext
 from .params import str_list
-from .ranks import split_rank
+from .ranks import shipped_stamp, split_rank
 from .registry import rule
 from .timeinfer import latest_time, shift_time, time_context
 
@@ -94,6 +100,7 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     if rezoned:
         ctx.order()  # their times moved: active() hands the symptoms on in time order
     for rel, zone_name in rezoned:
+        ctx.app_zones[rel] = zone_name
         why = ("as UTC (a container's clock)" if zone_name == "UTC"
                else f"at {zone_name} (the offset its nodes' kernel lines carry)")
         ctx.notes.append(f"{rel}: its stamps carry no zone and fall outside the job window in its node's zone but "
@@ -432,6 +439,91 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
         sym.role, sym.strength = "context", 0
         count += 1
     return count
+
+
+# a training-progress line: a loss value as trainers log it each step ('loss 2.920', 'lm loss: 9.2E+00',
+# "{'loss': 2.1, ...}", 'train_loss=2.1', 'reduced_train_loss=…'); an error line that names a loss is none
+_PROGRESS = re.compile(r"(?i)(?<![a-z])(?:[a-z]+[_ ])?loss['\"]?\s*[:=]?\s*['\"]?(?:tensor\()?[-+]?(?:\d|nan\b|inf\b)")
+_NOT_PROGRESS = re.compile(r"(?i)error|exception|traceback|warn|fail|abort|timed? ?out|killed")
+
+
+@rule("filter.progress_after_fault")
+def progress_after_fault(ctx: EngineContext, rule_: Rule) -> int:
+    """An infrastructure fault or host OOM kill the job's training went on past: a stamped progress line (a
+    step's loss) more than the margin after it, in the tail of an application log, says its collectives kept
+    completing. Context, with a note; a file system outage lasts and is kept (as in filter.outlived_fault)."""
+    faults = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category != "storage"
+              and (sym.responsible == "infrastructure" or sym.category == "host_oom") and latest_time(sym)]
+    margin = timedelta(seconds=float(rule_.params.get("margin_s", 120)))
+    end = ctx.window_end
+    if not faults or (end is not None and min(t for s in faults if (t := latest_time(s))) + margin >= end):
+        return 0  # nothing to outlive, or no room for a step after the earliest fault
+    progress = _last_progress(ctx, int(rule_.params.get("tail_bytes", 1 << 20)))
+    if progress is None:
+        return 0
+    when, where = progress
+    count = 0
+    for sym in faults:
+        latest = latest_time(sym)
+        if latest is None or when - latest <= margin:
+            continue
+        sym.role, sym.strength = "context", 0
+        sym.notes.append(f"the job logged training progress {int((when - latest).total_seconds())} s after it "
+                         f"({where}, {format_utc(when)}): not what stopped the job")
+        count += 1
+    return count
+
+
+def _last_progress(ctx: EngineContext, tail_bytes: int) -> Optional[tuple[datetime, str]]:
+    """The latest stamped training-progress line inside the job window among the last ``tail_bytes`` of each
+    plain application log, with its place; None without one. Each file is read backwards a block at a time
+    until one is found: the last steps sit just before the failure's output."""
+    best: Optional[tuple[datetime, str]] = None
+    for bf in ctx.bundle.files:
+        if bf.source != SOURCE_APP or bf.path.suffix == ".gz":
+            continue
+        timectx = time_context(ctx, bf.node)
+        zone = ctx.app_zones.get(bf.rel)
+        if zone:
+            timectx = replace(timectx, zone=zone_from_name(zone))
+        for raw in _lines_backwards(bf.path, tail_bytes):
+            if b"oss" not in raw:
+                continue  # no 'loss' in any case: no need to decode it
+            text = split_rank(decode(raw[:4096]))[1]
+            if not _PROGRESS.search(text) or _NOT_PROGRESS.search(text):
+                continue
+            when = parse_line_time(text, timectx).time
+            if when is None and (shipped := shipped_stamp(text)):
+                when = parse_line_time(shipped, timectx).time
+            if when is None or ctx.in_window(when) is False:
+                continue
+            if best is None or when > best[0]:
+                best = (when, bf.rel)
+            break
+    return best
+
+
+def _lines_backwards(path: Path, limit: int, block: int = 64 << 10) -> Iterator[bytes]:
+    """The whole lines of the last ``limit`` bytes of the regular file ``path``, last first, read a block at a
+    time; nothing from a file that cannot be opened (extraction's coverage says why)."""
+    try:
+        handle = open_regular(path)
+    except OSError:
+        return
+    with handle:
+        end = os.fstat(handle.fileno()).st_size
+        floor = max(0, end - limit)
+        carry = b""
+        while end > floor:
+            start = max(floor, end - block)
+            handle.seek(start)
+            data = handle.read(end - start) + carry
+            end = start
+            lines = data.split(b"\n")
+            carry = lines[0]  # may continue in the block before
+            yield from reversed(lines[1:])
+        if floor == 0 and carry:
+            yield carry
 
 
 @rule("filter.exception_long_before_end")
