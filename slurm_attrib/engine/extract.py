@@ -498,6 +498,10 @@ class _LineHandler:
             rank = None  # srun's task number, not the program's rank: one launcher per node (torchrun under srun)
         if rank is None:
             rank = fields["rank"] if isinstance(fields.get("rank"), int) else pg_rank(text)
+        elif stream is not None and stream[1] is not None and (named := pg_rank(text)) is not None and named != rank:
+            # the default process group's rank in PyTorch's own words outranks a '[rankN]:' prefix that says
+            # otherwise: torchrun's '--role rank --tee' writes its LOCAL rank so ('[rank0]: ... [PG ID 0 ... Rank 4]')
+            fields["prefix_rank"], rank = rank, named
         if local is not None:
             fields["local_rank"] = local
         # a kernel line's own host (syslog, pdsh) names its node in a file of many nodes (a central syslog);
