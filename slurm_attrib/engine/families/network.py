@@ -27,6 +27,7 @@ class Verdict:
     strength: int = 0
     meaning: str = ""
     category: str = "network"
+    readings: tuple[str, ...] = ()  # categories the line fits alike: alone, an ambiguous verdict with each
 
 
 def _apply(sym: Symptom, verdict: Verdict) -> None:
@@ -34,6 +35,8 @@ def _apply(sym: Symptom, verdict: Verdict) -> None:
     sym.strength = verdict.strength if verdict.role == "candidate" else 0
     if verdict.meaning:
         sym.fields["meaning"] = verdict.meaning
+    if verdict.readings:
+        sym.fields["readings"] = list(verdict.readings)
 
 
 # --- work completion status (ibv_wc_status) -------------------------------------------------------
@@ -46,6 +49,7 @@ WC_STATUS_NAMES = {
     16: "remote aborted", 19: "fatal error", 20: "response timeout", 21: "general error",
 }
 _CONFIG_STATUSES = {1, 2, 4, 6, 8, 9, 10, 11, 15}  # protection / access / length: ACS, GDR, MTU, registration
+_MEMORY_STATUSES = {4, 8, 10}  # local protection, local access, remote access: the memory a request named
 
 # mlx5 CQE syndrome -> ibv_wc_status (rdma-core providers/mlx5/cq.c mlx5_handle_error_cqe)
 MLX5_SYNDROME_STATUS = {0x1: 1, 0x2: 2, 0x4: 4, 0x5: 5, 0x6: 6, 0x10: 7, 0x11: 8, 0x12: 9, 0x13: 10,
@@ -53,17 +57,25 @@ MLX5_SYNDROME_STATUS = {0x1: 1, 0x2: 2, 0x4: 4, 0x5: 5, 0x6: 6, 0x10: 7, 0x11: 8
 
 
 @functools.lru_cache(maxsize=64)
-def completion_verdict(status: Optional[int]) -> Verdict:
+def completion_verdict(status: Optional[int], nccl: bool = False) -> Verdict:
     """A failed work completion: 12 (the peer stopped acknowledging: the link or the peer) is a network
     candidate without a culprit; 5 (flushed after the QP broke) and 13 (receiver not ready: the peer
     process stalled or died) are cascades; protection/access errors are configuration candidates
-    (ACS / GPUDirect / registration)."""
+    (ACS / GPUDirect / registration). A protection or access error also fits the program's own registration
+    (a buffer freed or never registered, an RMA runtime's bug): both readings, except in NCCL's report (``nccl``),
+    whose buffers NCCL registers itself."""
     name = WC_STATUS_NAMES.get(status or -1, f"status {status}")
     if status == 12:
         return Verdict("candidate", "unknown", 40, "transport retry counter exceeded: the link or the peer "
                        "stopped acknowledging; the lines alone cannot tell which")
     if status in (5, 13, 16):
         return Verdict("cascade", meaning=f"{name}: a consequence of a queue pair or peer that already failed")
+    if status in _MEMORY_STATUSES and not nccl:
+        # the HCA refused the memory a work request named: a registration the program got wrong (a buffer freed
+        # or never registered, a runtime's bug) as often as the host's set-up (PCIe ACS breaking GPUDirect RDMA)
+        return Verdict("candidate", "unknown", 45, f"{name}: memory the request named was not registered for "
+                       "it: the program's (or its runtime's) registration, or the host's GPUDirect RDMA set-up "
+                       "(PCIe ACS, nvidia-peermem)", readings=("network", "application"))
     if status in _CONFIG_STATUSES:
         return Verdict("candidate", "unknown", 45, f"{name}: usually a host configuration problem (PCIe ACS "
                        "breaking GPUDirect RDMA, memory registration, MTU/GID mismatch)")
@@ -84,7 +96,7 @@ def decode_completion(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[
     """NCCL 'Got completion from peer X with error|status=N': classify by the work completion status."""
     status = _int(sym.fields.get("status"))
     sym.fields["status_name"] = WC_STATUS_NAMES.get(status or -1, "unknown")
-    _apply(sym, completion_verdict(status))
+    _apply(sym, completion_verdict(status, nccl=True))
     return True
 
 
