@@ -227,8 +227,9 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
         culprits = _blamed(root, str_list(rule_, "shared_categories"))
         if culprits and _unbacked_app_claim(ctx, root):
             culprits = []
-            notes.append(f"only the application's output says {root.node}'s GPU failed, and that node's own kernel "
-                         "log, collected for the job, holds no GPU error: the node is not named")
+            part = "GPU" if root.category in _GPU_CATEGORIES else "network adapter"
+            notes.append(f"only the application's output says {root.node}'s {part} failed, and that node's own "
+                         f"kernel log, collected for the job, holds no {part} error: the node is not named")
         elif culprits and _unverified_kernel_claim(ctx, root):
             culprits = []
             notes.append(f"only lines of {root.node}'s mixed syslog file, which any local program can write "
@@ -287,14 +288,16 @@ _GPU_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink")
 
 
 def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
-    """A GPU fault only the job's own output reports (its text is the user's to write: a printed line, a forged
-    rank prefix) on a node whose kernel log the epilog collected (a trusted origin) and that shows no GPU
-    fault of its own, within the window or not."""
-    if root.category not in _GPU_CATEGORIES or not root.node or any(e.source != SOURCE_APP for e in root.evidence):
+    """A GPU or adapter fault only the job's own output reports (its text is the user's to write: a printed
+    line, a forged rank prefix or host prefix) on a node whose kernel log the epilog collected (a trusted
+    origin) and that shows no fault of that kind of its own, within the window or not."""
+    kinds = _GPU_CATEGORIES if root.category in _GPU_CATEGORIES else (root.category,)
+    if root.category not in (*_GPU_CATEGORIES, "network") or not root.node \
+            or any(e.source != SOURCE_APP for e in root.evidence):
         return False
     if ctx.bundle.kernel_origin(root.node) not in TRUSTED_KERNEL_ORIGINS:
         return False
-    return not any(s.node == root.node and s.category in _GPU_CATEGORIES and s.evidence
+    return not any(s.node == root.node and s.category in kinds and s.evidence
                    and s.evidence[0].source != SOURCE_APP for s in ctx.symptoms)
 
 

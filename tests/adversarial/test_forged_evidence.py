@@ -110,3 +110,18 @@ def test_ring_buffer_lines_are_the_kernels(tmp_path: Path) -> None:
     diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"2026-11-20T10:30:00,000000+00:00 {XID79}\n"},
                              {"node-01": "dmesg"}))
     assert diag["culprit_nodes"] == ["node-01"] and diag["root_cause"]["evidence"][0]["trust"] == "kernel"
+
+
+def test_an_adapter_failure_only_the_job_output_names_blames_no_node(tmp_path: Path) -> None:
+    """A job that prints PSM's glued 'host.pid' prefix naming node-02 before its driver message: the job's output
+    is the user's to write, and node-02's own kernel log, collected from its journal, shows no adapter fault,
+    so node-02 is not named (with a trusted log that is silent). Without such a log it stays the application's
+    report, never a drain."""
+    app = "node-02.25191Driver initialization failure on /dev/ipath (err=23)\n"
+    quiet = "Nov 20 10:29:00 node-02 kernel: nvidia-peermem: loaded\n"
+    diag = _diagnose(_bundle(tmp_path / "trusted", {"node-02.log": quiet}, {"node-02": "journald"}, app=app))
+    assert diag["category"] == "network" and diag["culprit_nodes"] == []
+    assert any("network adapter failed" in a for a in diag["annotations"])
+    untrusted = _diagnose(_bundle(tmp_path / "none", {}, app=app))
+    assert untrusted["culprit_nodes"] == ["node-02"]
+    assert any("reported by the application only" in a for a in untrusted["annotations"])
