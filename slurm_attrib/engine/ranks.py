@@ -31,12 +31,16 @@ _COLOUR_ONLY = re.compile(r"\s*\x1b\[[\d;]*m")
 # a prefix is it taken (the byte pattern, a superset, takes it anywhere the prefix may be).
 # The CRI log format of containerd and CRI-O (the kubelet's files under /var/log/pods) writes the stream and a
 # full/partial tag between that stamp and the line: "2021-08-12T14:03:41.000633417Z stderr F <line>".
+# A log console's table copied as text puts the stamp in a column between bars (the CloudWatch Logs console:
+# "  | 2024-08-23T22:22:51.873Z | <line>"): the bars are read past like the blank.
 _RFC3339_SHIPPED = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})"
 _CRI_STREAM = r"(?: (?:stdout|stderr) [FP])?"
+_COLUMN_OPEN = r"(?: {0,4}\| )?"
+_COLUMN_CLOSE = r"(?: \|)?"
 _CTIME_SHIPPED = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
-SHIPPED_STAMP_PATTERN = f"(?:{_RFC3339_SHIPPED}{_CRI_STREAM} |{_CTIME_SHIPPED})"
+SHIPPED_STAMP_PATTERN = f"(?:{_COLUMN_OPEN}{_RFC3339_SHIPPED}{_COLUMN_CLOSE}{_CRI_STREAM} |{_CTIME_SHIPPED})"
 _WEEKDAY_INITIALS = frozenset("MTWFS")
-_SHIPPED_STAMP = re.compile(f"(?P<at>{_RFC3339_SHIPPED}){_CRI_STREAM} |"
+_SHIPPED_STAMP = re.compile(f"{_COLUMN_OPEN}(?P<at>{_RFC3339_SHIPPED}){_COLUMN_CLOSE}{_CRI_STREAM} |"
                             f"(?P<ctime>{_CTIME_SHIPPED})(?=\\[(?:\\d+,)?\\d+\\]<(?:stdout|stderr|stddiag)>)")
 # Docker's json-file log driver (the files `docker logs` reads, and what some shippers export): one JSON object
 # per line, the program's line in "log" with its newline, and the time the daemon read it,
@@ -74,7 +78,7 @@ def shipped_stamp(text: str) -> str:
 def _shipped(text: str) -> tuple[str, int]:
     """The shipper's stamp at the start of ``text`` and where the line it carries begins."""
     first = text[:1]
-    match = _SHIPPED_STAMP.match(text) if first.isdecimal() or first in _WEEKDAY_INITIALS else None
+    match = _SHIPPED_STAMP.match(text) if first.isdecimal() or first in _WEEKDAY_INITIALS or first in " |" else None
     return ((match.group("at") or match.group("ctime")), match.end()) if match else ("", 0)
 
 

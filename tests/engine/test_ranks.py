@@ -150,6 +150,11 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
      "RuntimeError: CUDA error: uncorrectable ECC error encountered", "2024-07-10T11:52:03.000074123Z"),
     ('{"log":"say \\"hi\\"\\n","stream":"stdout"}', None, 'say "hi"', ""),
     ('{"log": broken', None, '{"log": broken', ""),  # not JSON: the line as it is
+    # the CloudWatch Logs console's table copied as text: the stamp's column between bars
+    ("  | 2024-08-23T22:22:51.873Z | [rank3]:[E ProcessGroupNCCL.cpp:577] [Rank 3] Some NCCL operations have "
+     "failed", (None, 3, None), "[E ProcessGroupNCCL.cpp:577] [Rank 3] Some NCCL operations have failed",
+     "2024-08-23T22:22:51.873Z"),
+    ("| not a stamp | x", None, "| not a stamp | x", ""),
 ])
 def test_container_runtime_wrappers(line: str, stream: Optional[Stream], rest: str, shipped: str) -> None:
     """The kubelet's CRI files and Docker's json-file logs wrap each line the program wrote: unwrapped, the
