@@ -9,8 +9,10 @@ mixed syslog file.
   ``/var/log/syslog`` hold every program's lines too, and ``logger -t kernel "NVRM: Xid ..."`` writes
   one there that looks exactly like the kernel's. The window is found by time-seeking (:mod:`.timeseek`),
   not by a scan; the rotated ``.1`` file is read too when the window starts before the current file.
-- ``dmesg --time-format iso`` (plain ``dmesg`` when the option is refused): the ring buffer is
-  small; lines are kept when their stamp falls in the window (uptimes resolved with the boot time).
+- ``dmesg --decode --time-format iso`` (without ``--decode``, then plain ``dmesg``, when an option is
+  refused): the ring buffer is small; lines are kept when their stamp falls in the window (uptimes resolved
+  with the boot time). ``--decode`` names each record's facility, which tells a program's write to
+  ``/dev/kmsg`` from the kernel's own.
 
 The coverage records the origin (:data:`slurm_attrib.bundle.KERNEL_ORIGINS`): the engine marks the lines
 of a ``mixed-file`` window ``unverified``, and unverified evidence never drains a node. Lines are written
@@ -141,9 +143,13 @@ class KernelLogSource:
 
     def _dmesg(self, start: datetime, end: datetime, timeout: float, cap: int, began: float,
                notes: list[str]) -> KernelLogResult:
-        result = self.runner.run(["dmesg", "--time-format", "iso"], timeout, 4 * cap, keep="tail")
-        if result.state == "error":
-            result = self.runner.run(["dmesg"], timeout - result.seconds, 4 * cap, keep="tail")
+        # --decode puts each record's facility first ('kern  :err   : ...'): a program's write to /dev/kmsg never
+        # has the kernel's (printk.c gives it LOG_USER unless it names another), so the engine can refuse it
+        result = self.runner.run(["dmesg", "--decode", "--time-format", "iso"], timeout, 4 * cap, keep="tail")
+        for argv in (["dmesg", "--time-format", "iso"], ["dmesg"]):
+            if result.state != "error":
+                break
+            result = self.runner.run(argv, timeout - result.seconds, 4 * cap, keep="tail")
         if result.state != "ok":
             return _result(result.state, b"", _note(notes, result.reason), began)
         ctx = TimeContext(window_start=start, window_end=end, boot_time=self.boot_time)

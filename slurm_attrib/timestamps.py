@@ -125,7 +125,7 @@ _LEVEL_WORD = r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)[ \
 
 _PRIORITY = r"(?:<(?P<kpri>\d{1,3})>)?"  # dmesg -r / --raw, rsyslog's forward formats: the priority first
 # dmesg -x / --decode: facility and level before the stamp, each padded ("kern  :err   : [ 12.5] ...")
-_DECODED = (r"(?:(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
+_DECODED = (r"(?:(?P<dfac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
             r" *(?:emerg|alert|crit|err|warn|notice|info|debug) *: +)?")
 _RE_DMESG_UPTIME = re.compile(
     _LEAD + _PRIORITY + _DECODED + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
@@ -156,7 +156,7 @@ _RE_TALOS = re.compile(
     + r"\]:[ \t]*"
 )
 _RE_DMESG_ISO = re.compile(
-    _LEAD + r"(?:[a-z]+ *: *[a-z]+ *: +)?" + _DATE + "T" + _CLOCK + r",(?P<f>\d+)" + _OFFSET + _END
+    _LEAD + r"(?:(?P<dfac>[a-z]+[0-7]?) *: *[a-z]+ *: +)?" + _DATE + "T" + _CLOCK + r",(?P<f>\d+)" + _OFFSET + _END
 )
 _RE_ISO_HOST = re.compile(  # rsyslog's RSYSLOG_ForwardFormat puts the priority first ("<3>2024-11-23T00:50:02...")
     _LEAD + _PRIORITY + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET + " (?!" + _LEVEL_WORD + ")" + _HOST_TAG
@@ -392,7 +392,7 @@ def _facility(m: re.Match[str]) -> int | None:
     pri = _opt(m, "kpri") or _opt(m, "pri")
     if pri is not None:
         return int(pri) >> 3
-    name = _opt(m, "fac")
+    name = _opt(m, "fac") or _opt(m, "dfac")  # BusyBox's 'kern.err', or dmesg -x's 'kern  :err   :'
     return _FACILITY_NUMBERS.get(name) if name is not None else None
 
 
@@ -576,10 +576,17 @@ def journal_tag(fields: dict[str, object]) -> str | None:
     (``_TRANSPORT=kernel``). Any other transport is a program's, whatever its SYSLOG_IDENTIFIER says
     (``logger -t kernel`` sets that): its identifier, command or transport, never the bare word ``kernel``; an
     identifier that is not the command the journal saw (``_COMM``) is named with it, so it matches no daemon.
-    A record without a transport (a hand-made export) names its identifier, or nothing."""
+    A record without a transport (a hand-made export) names its identifier, or nothing. A program writing to
+    /dev/kmsg gets the kernel transport too, but never the kernel's facility (0: the kernel gives such a write
+    LOG_USER unless it names another, devkmsg_write) nor its identifier (journald-kmsg.c parses the program's
+    from the text): such a record is named by its identifier with the transport, never ``kernel``."""
     transport = fields.get("_TRANSPORT")
     if transport == "kernel":
-        return "kernel"
+        facility = fields.get("SYSLOG_FACILITY")
+        ident = fields.get("SYSLOG_IDENTIFIER")
+        if (facility is None or str(facility) == "0") and ident in (None, "kernel"):
+            return "kernel"
+        return f"{ident if isinstance(ident, str) and ident else 'kmsg'}(kmsg)"
     named = next((v for v in (fields.get("SYSLOG_IDENTIFIER"), fields.get("_COMM")) if isinstance(v, str) and v), None)
     comm = fields.get("_COMM")
     if isinstance(named, str) and isinstance(comm, str) and comm and named[:15] != comm[:15]:

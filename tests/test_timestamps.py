@@ -236,7 +236,7 @@ def test_formats(
     assumptions: tuple[str, ...],
 ) -> None:
     parsed = parse_line_time(line, ctx)
-    assert dataclasses.replace(parsed, tag=None) == ParsedStamp(
+    assert dataclasses.replace(parsed, tag=None, facility=None) == ParsedStamp(
         time=_utc(expected) if expected else None,
         message=message,
         fmt=fmt,
@@ -844,3 +844,16 @@ def test_the_repeated_hour_of_a_dst_change_takes_the_reading_inside_the_job() ->
     before = TimeContext(window_start=datetime(2019, 11, 3, 5, 0, tzinfo=UTC),
                          window_end=datetime(2019, 11, 3, 5, 30, tzinfo=UTC), zone=zone, zone_name="New York")
     assert parse_line_time(line, before).time == datetime(2019, 11, 3, 5, 20, 15, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("line", "facility"), [
+    ("kern  :warn  : 2025-01-21T08:41:30,287197+00:00 oom_reaper: reaped process 345646 (vector), now", 0),
+    ("syslog:err   : 2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off", 5),
+    ("user  :err   : [ 1084456.074562] NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus.", 1),
+    ("kern  :err   : [Mon Nov 20 10:30:00 2026] NVRM: Xid (PCI:0000:09:00): 79", 0),
+    ("2025-01-21T08:41:30,287197+00:00 oom_reaper: reaped process 345646 (vector), now", None),
+])
+def test_dmesg_decode_names_the_facility(line: str, facility: int | None) -> None:
+    """dmesg -x / --decode: the facility before the stamp, in every stamp style; a program's write to /dev/kmsg
+    never has the kernel's (0), so the engine can tell it apart."""
+    assert parse_line_time(line, TimeContext()).facility == facility

@@ -266,6 +266,9 @@ class KernelLines:
         # the epilog read it from the node's own journal or ring buffer: a host name in it that is not the
         # node's NodeName is the node's name for itself (a cloud VM's ip-10-0-1-17), not another machine
         self.own_origin = origin in TRUSTED_KERNEL_ORIGINS
+        # `journalctl -k` prints the kernel's own records as 'kernel:'; one with another identifier is a program's
+        # write to /dev/kmsg (journald-kmsg.c takes its identifier from the text: 'NVRM: Xid ...' shows as NVRM)
+        self.journal_file = origin == "journald"
         self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
 
     def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int,
@@ -290,7 +293,7 @@ class KernelLines:
             # (export writes such a message's bytes as they are): explains, never drains
             verified = False
         elif stamp.fmt in SYSLOG_FORMATS and tag != "kernel":
-            if tag is not None and match_start >= len(text) - len(stamp.message):
+            if tag is not None and (self.journal_file or match_start >= len(text) - len(stamp.message)):
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
             verified = False  # no tag, or the kernel's own text where a tag belongs (`logger -t NVRM` too)

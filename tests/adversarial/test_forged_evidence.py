@@ -101,9 +101,30 @@ def test_a_central_syslog_file_gives_each_line_the_node_its_host_names(tmp_path:
 def test_a_tagless_kernel_message_still_counts_but_unverified(tmp_path: Path) -> None:
     """A forwarder that drops the `kernel:` tag (`node-01 NVRM: Xid ...`): the text is the kernel's, but
     `logger -t NVRM` writes the same bytes, so it is unverified."""
-    diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"Nov 20 10:30:00 node-01 {XID79}\n"}, {"node-01": "journald"}))
+    line = f"Nov 20 10:30:00 node-01 {XID79}\n"
+    diag = _diagnose(_bundle(tmp_path / "shipped", {"node-01.log": line}, {"node-01": "shipped"}))
     assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-01"]
     assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+
+
+def test_a_program_write_to_dev_kmsg_is_not_the_kernels(tmp_path: Path) -> None:
+    """A fault injector (gpud's, ai-dynamo's) or a user with access writes 'NVRM: Xid ...' to /dev/kmsg: the
+    journal keeps it on the kernel transport but with the program's identifier and facility, and dmesg -x shows
+    its facility. The collector's `journalctl -k` line tagged NVRM, the journal record with facility 1 and
+    `dmesg -x`'s 'syslog:err' line are refused; the kernel's own (kern, identifier kernel) stays."""
+    journal = _diagnose(_bundle(tmp_path / "journal", {"node-01.log": f"Nov 20 10:30:00 node-01 {XID79}\n"},
+                                {"node-01": "journald"}))
+    record = json.dumps({"__REALTIME_TIMESTAMP": "1795170600000000", "_TRANSPORT": "kernel", "PRIORITY": "3",
+                         "SYSLOG_FACILITY": "1", "SYSLOG_IDENTIFIER": "NVRM", "_HOSTNAME": "node-01",
+                         "MESSAGE": XID79})
+    exported = _diagnose(_bundle(tmp_path / "json", {"node-01.log": record + "\n"}, {"node-01": "journald"}))
+    decoded = _diagnose(_bundle(tmp_path / "dmesg", {
+        "node-01.log": f"syslog:err   : 2026-11-20T10:30:00,089671+00:00 {XID79}\n"}, {"node-01": "dmesg"}))
+    for diag in (journal, exported, decoded):
+        assert diag["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in diag["evidence"])
+    kernel = _diagnose(_bundle(tmp_path / "kern", {
+        "node-01.log": f"kern  :err   : 2026-11-20T10:30:00,089671+00:00 {XID79}\n"}, {"node-01": "dmesg"}))
+    assert kernel["culprit_nodes"] == ["node-01"]
 
 
 def test_ring_buffer_lines_are_the_kernels(tmp_path: Path) -> None:

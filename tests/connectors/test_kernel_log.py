@@ -131,6 +131,16 @@ def test_dmesg_iso_is_filtered_to_the_window() -> None:
     assert result.state == "ok" and result.data == f"2026-11-20T09:16:08,578973+00:00 {XID}\n".encode()
 
 
+def test_dmesg_decoded_keeps_the_facility_for_the_engine() -> None:
+    """`dmesg --decode` (util-linux's -x) writes each record's facility first; the window filter reads past it,
+    and the lines are kept as printed, so the engine can refuse a program's /dev/kmsg write (facility user)."""
+    out = ("kern  :info  : 2026-11-20T08:00:00,000000+00:00 early line\n"
+           f"kern  :err   : 2026-11-20T09:16:08,578973+00:00 {XID}\n"
+           f"user  :err   : 2026-11-20T09:16:09,000000+00:00 {XID}\n").encode()
+    result = KernelLogSource(FakeRunner({"dmesg": out}), files=()).gather(START, END, 3, 1 << 20)
+    assert result.state == "ok" and result.data == out.split(b"\n", 1)[1]
+
+
 def test_dmesg_without_iso_support_uses_uptimes_and_the_boot_time() -> None:
     boot = START - timedelta(seconds=1000)
 
@@ -148,7 +158,7 @@ def test_dmesg_without_iso_support_uses_uptimes_and_the_boot_time() -> None:
 
     source = KernelLogSource(Runner({"dmesg": b""}), files=(), use_journald=False, boot_time=boot)
     result = source.gather(START, END, 3, 1 << 20)
-    assert calls == [("dmesg", "--time-format", "iso"), ("dmesg",)]
+    assert calls == [("dmesg", "--decode", "--time-format", "iso"), ("dmesg", "--time-format", "iso"), ("dmesg",)]
     assert result.state == "ok" and result.data == f"[ 1248.578973] {XID}\n".encode()
 
 
