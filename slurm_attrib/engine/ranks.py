@@ -113,7 +113,7 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     if shipped:
         text = text[end:]
     label = rank = local = None
-    found = False
+    found = pytorch = False
     while True:
         first = text[:1]  # a prefix opens with a blank, "[", "(", ESC, a digit or a het job's "P1 ": others skip it
         opens = first in ("[", "(", "\x1b") or first.isdecimal() or first.isspace() or (
@@ -125,10 +125,14 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
         named = next((g for g in (match.group(1), match.group(4), match.group(5)) if g is not None), None)
         if named is not None and rank is None:
             rank = int(named)
+        elif match.group(1) is not None and local is None and pytorch:
+            # '[rank3]:[rank11]: ...': torchrun's '--role rank' tee prefix (the LOCAL rank) around PyTorch's own
+            local, rank = rank, int(match.group(1))
         elif match.group(2) is not None and local is None:
             local = int(match.group(2))
         elif match.group(3) is not None and label is None and not match.group(0).lstrip().startswith("P"):
             label = int(match.group(3))  # 'P1 3: ' (a het job's component 1, its task 3) names no rank of the map
+        pytorch = pytorch or match.group(1) is not None
         text = text[match.end():]
 
 

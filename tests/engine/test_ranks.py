@@ -31,7 +31,10 @@ from slurm_attrib.model import JobFacts
     ("  12: text", (12, None, None), "text"),
     ("3: [rank11]: text", (3, 11, None), "text"),
     ("3: [default1]: [rank11]: text", (3, 11, 1), "text"),
-    ("[rank1]: [rank2]: text", (None, 1, None), "text"),  # the first prefix of a kind wins
+    # torchrun '--role rank --tee' writes its LOCAL rank as '[rankN]:' around PyTorch's own global one
+    ("[rank1]: [rank2]: text", (None, 2, 1), "text"),
+    ("[rank3]:[rank11]: torch.OutOfMemoryError: x", (None, 11, 3), "torch.OutOfMemoryError: x"),
+    ("[default1]: [rank2]: [rank5]: text", (None, 2, 1), "text"),  # one local rank at most
     ("2026-11-20T09:45:12.123456789Z [rank3]: RuntimeError: boom", (None, 3, None), "RuntimeError: boom"),
     ("2026-11-20T09:45:12+01:00 3: text", (3, None, None), "text"),  # a shipper's stamp, then the labels
     ("[1,15]<stderr>:[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x", (None, 15, None),
@@ -123,7 +126,7 @@ def test_global_rank(line: str, node: Optional[str], expected: tuple[Optional[in
 def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
     """split_rank as it was before it looked at the first character: the regex asked every time."""
     label = rank = local = None
-    found = False
+    found = pytorch = False
     while True:
         match = _RANK_PREFIX.match(text)
         if not match:
@@ -132,10 +135,13 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
         named = next((g for g in (match.group(1), match.group(4), match.group(5)) if g is not None), None)
         if named is not None and rank is None:
             rank = int(named)
+        elif match.group(1) is not None and local is None and pytorch:
+            local, rank = rank, int(match.group(1))
         elif match.group(2) is not None and local is None:
             local = int(match.group(2))
         elif match.group(3) is not None and label is None and not match.group(0).lstrip().startswith("P"):
             label = int(match.group(3))
+        pytorch = pytorch or match.group(1) is not None
         text = text[match.end():]
 
 
