@@ -192,6 +192,9 @@ _RE_RFC5424 = re.compile(
 # -o export and -o verbose: one field per line, a blank line (export) or the head line (verbose) between
 # records; the record's time is its __REALTIME_TIMESTAMP (microseconds since the epoch) or its head line
 _RE_JOURNAL_FIELD = re.compile(_LEAD + r"(?:__REALTIME_TIMESTAMP=(?P<realtime>\d{1,20})[ \t]*\Z|MESSAGE=)")
+# -o json-pretty: one field per line ('\t"MESSAGE" : "NVRM: Xid ...",' between '{' and '}'); as a MESSAGE= line,
+# its record's other lines say when and who
+_RE_JOURNAL_PRETTY = re.compile(_LEAD + r'"MESSAGE" : "')
 # -o json: one object per line
 _RE_JOURNAL_JSON = re.compile(r'[ \t]*\{[ \t]*"')
 JOURNAL_JSON_MAX = 1 << 16  # a longer line is not read as a journal object
@@ -556,6 +559,18 @@ def _h_journal_field(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedSta
     return _stamp("journal_export", m, line, from_epoch_micros(int(realtime)))
 
 
+def _h_journal_pretty(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """The MESSAGE line of a ``journalctl -o json-pretty`` record: its JSON string, decoded (a value that is not
+    one stays as written)."""
+    raw = line[m.end() - 1:].rstrip().removesuffix(",")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    message = value if isinstance(value, str) else line[m.end():]
+    return ParsedStamp(None, message, "journal_field", None, None, (), None, None)
+
+
 def _h_journal_json(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``journalctl -o json``: one object per line; the message is its MESSAGE, the time its
     __REALTIME_TIMESTAMP, the host its _HOSTNAME and the program what :func:`journal_tag` makes of it."""
@@ -635,6 +650,7 @@ _Handler = Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]
 _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_JOURNAL_JSON, re.compile(r"\{"), '"__REALTIME_TIMESTAMP"', _h_journal_json),
     (_RE_JOURNAL_FIELD, re.compile(r"[_M]"), "", _h_journal_field),
+    (_RE_JOURNAL_PRETTY, re.compile(r'"'), "", _h_journal_pretty),
     (_RE_DMESG_UPTIME, re.compile(r"[<\[a-z]"), "", _h_dmesg_uptime),
     (_RE_DMESG_CTIME, re.compile(r"[<\[a-z]"), "", _ctime_handler("dmesg_ctime")),
     (_RE_DMESG_RELTIME, re.compile(r"\["), "", _h_dmesg_reltime),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -668,6 +669,8 @@ def _csv_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional
 _BINARY_FIELD = re.compile(r"[ \t]*[A-Z_][A-Z0-9_]{0,63}[ \t]*$")
 _RAW_BYTES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffd]")  # a binary field's length bytes
 _JOURNAL_FIELD = re.compile(r"[ \t]*([A-Z_][A-Z0-9_]{0,63})=(.*)")
+# json-pretty's field lines: '\t"_TRANSPORT" : "kernel",' (the value JSON: a string, a number, a list of bytes)
+_PRETTY_FIELD = re.compile(r'[ \t]*"([A-Z_][A-Z0-9_]{0,63})" : (.*?),?[ \t]*$')
 JOURNAL_RECORD_LINES = 120  # a record of journalctl -o export / verbose is read no further either way
 
 
@@ -679,24 +682,27 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
     fields: dict[str, object] = {}
     head: Optional[ParsedStamp] = None
     forged = False
+    pretty = _PRETTY_FIELD.match(line.text) is not None
+    field_of = _pretty_field if pretty else _export_field
     for text in line.preceding(JOURNAL_RECORD_LINES):
-        found = _JOURNAL_FIELD.match(text)
+        found = field_of(text)
         if found is None:
             if _BINARY_FIELD.match(text) or _RAW_BYTES.search(text):
                 forged = True  # export writes a field with newlines as 'NAME', a 64-bit length and raw bytes
             elif text.strip():
                 head = parse_line_time(text, timectx)
             break
-        if found.group(1) in fields and found.group(1).startswith("_"):
+        name, value = found
+        if name in fields and name.startswith("_"):
             forged = True  # the journal sets each trusted field once: a second one is a message's text
-        fields.setdefault(found.group(1), found.group(2))
-        if found.group(1) == "__CURSOR":
+        fields.setdefault(name, value)
+        if name == "__CURSOR" and not pretty:
             break
     for text in line.iter_following(JOURNAL_RECORD_LINES):
-        found = _JOURNAL_FIELD.match(text)
-        if found is None or found.group(1) == "__CURSOR":
+        found = field_of(text)
+        if found is None or (found[0] == "__CURSOR" and not pretty):
             break
-        fields.setdefault(found.group(1), found.group(2))
+        fields.setdefault(*found)
     realtime = fields.get("__REALTIME_TIMESTAMP")
     time = head.time if head is not None and head.fmt == "journal_verbose" else None
     if isinstance(realtime, str) and realtime.isdecimal() and len(realtime) <= 20:
@@ -705,6 +711,25 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
     return ParsedStamp(time=time, message=stamp.message, fmt=stamp.fmt, host=host if isinstance(host, str) else None,
                        uptime=None, assumptions=stamp.assumptions,
                        tag="journal-binary-data" if forged else journal_tag(fields))
+
+
+def _export_field(text: str) -> Optional[tuple[str, str]]:
+    """(name, value) of an export or verbose record's field line, or None."""
+    found = _JOURNAL_FIELD.match(text)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def _pretty_field(text: str) -> Optional[tuple[str, str]]:
+    """(name, value) of a json-pretty field line, a JSON string decoded (any other value as written), or None."""
+    found = _PRETTY_FIELD.match(text)
+    if found is None:
+        return None
+    raw = found.group(2)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return found.group(1), value if isinstance(value, str) else raw
 
 
 def correct_clocks(ctx: EngineContext) -> None:

@@ -146,3 +146,26 @@ def test_an_adapter_failure_only_the_job_output_names_blames_no_node(tmp_path: P
     untrusted = _diagnose(_bundle(tmp_path / "none", {}, app=app))
     assert untrusted["culprit_nodes"] == ["node-02"]
     assert any("reported by the application only" in a for a in untrusted["annotations"])
+
+
+def _pretty(fields: dict[str, str]) -> str:
+    """One record as `journalctl -o json-pretty` prints it: a field per line between braces."""
+    body = ",\n".join(f'\t"{name}" : {json.dumps(value)}' for name, value in fields.items())
+    return "{\n" + body + "\n}\n"
+
+
+def test_json_pretty_records_are_read_whole(tmp_path: Path) -> None:
+    """`journalctl -o json-pretty` writes each field on its own line. A container's stdout that imitates an Xid is
+    the container's (its record's transport says so), and the kernel's own record is placed by its
+    __REALTIME_TIMESTAMP, not left without a time (a week-old Xid then counted as in the job)."""
+    base = {"__REALTIME_TIMESTAMP": "1795170600000000", "_HOSTNAME": "node-01"}
+    container = _pretty({**base, "_TRANSPORT": "journal", "_COMM": "dockerd", "CONTAINER_NAME": "alice-train",
+                         "MESSAGE": XID79})
+    forged = _diagnose(_bundle(tmp_path / "container", {"node-01.log": container}))
+    assert forged["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in forged["evidence"])
+    kernel = _pretty({**base, "_TRANSPORT": "kernel", "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": XID79})
+    real = _diagnose(_bundle(tmp_path / "kernel", {"node-01.log": kernel}))
+    assert real["culprit_nodes"] == ["node-01"] and real["root_cause"]["time"] == "2026-11-20T10:30:00.000000Z"
+    old = _pretty({**base, "__REALTIME_TIMESTAMP": "1794565800000000", "_TRANSPORT": "kernel",
+                   "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": XID79})  # a week before the job
+    assert _diagnose(_bundle(tmp_path / "old", {"node-01.log": old}))["culprit_nodes"] == []
