@@ -53,12 +53,14 @@ NVLINK_APP = Verdict("candidate", "unknown", "unknown", 40,
                      readings=("nvlink", "application"))
 # CUDA's error containment stopped a kernel (cudaErrorContained, 226): 'certain invalid accesses of peer GPU
 # memory over nvlink' or 'certain classes of hardware errors', in CUDA's own words; on PCIe boards without
-# NVLink it is the GPU's memory (an uncontained HBM error the driver contained: Xid 94, rows remapped). The
-# kernel log's Xid decides; alone, both readings
+# NVLink it is the GPU's memory (an uncontained HBM error the driver contained: Xid 94, rows remapped). An
+# invalid peer access is also the program's (a pointer into a peer's memory it may not touch: NVIDIA's catalog
+# says to debug the application for the illegal peer-to-peer access Xid). The kernel log's Xid decides; alone,
+# all three readings
 CONTAINED = Verdict("candidate", "unknown", "unknown", 40,
-                    "a fault the GPU contained: an uncorrectable memory error (Xid 94/95/48/63/64) or a bad peer "
-                    "access over NVLink (Xid 74/144-150); the node's kernel log and nvidia-smi -q (remapped rows) "
-                    "tell", readings=("gpu_memory", "nvlink"))
+                    "a fault the GPU contained: an uncorrectable memory error (Xid 94/95/48/63/64), a failing "
+                    "NVLink (Xid 74/144-150) or the program's invalid access of a peer's memory; the node's kernel "
+                    "log and nvidia-smi -q (remapped rows) tell", readings=("gpu_memory", "nvlink", "application"))
 FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
                  "802 'system not yet initialized': the NVSwitch fabric is not up (nvidia-fabricmanager / NVLSM)")
 # 'all CUDA-capable devices are busy or unavailable' (46): the GPU in an exclusive compute mode another process
