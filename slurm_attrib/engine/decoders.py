@@ -63,6 +63,28 @@ def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     return True
 
 
+# a health monitor's word for an Xid is one step from the kernel's line: it leads below that line's strength
+_MONITOR_DISCOUNT = 10
+
+
+@decoder("health_monitor_xid")
+def decode_monitor_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """An Xid as a GPU health monitor reports it (GPUd's 'XID 79(GPU has fallen off the bus) detected on
+    PCI:0000:ae:00'): judged by the catalog as the kernel's line would be, a little weaker, on the GPU it names."""
+    try:
+        code = int(str(sym.fields.get("code")))
+        pci = normalise_pci(str(sym.fields.get("pci", "")))
+    except ValueError:
+        return False
+    event = XidEvent(pci=pci, code=code, gpu_instance=None, compute_instance=None, pid=None, process=None,
+                     message=str(sym.fields.get("message", "")))
+    sym.gpu = pci
+    sym.fields.update(code=code, pci=pci)
+    _apply(sym, assess_xid(event, _driver(ctx, sym.node)))
+    sym.strength = max(0, sym.strength - _MONITOR_DISCOUNT)
+    return True
+
+
 def _xid_details(event: XidEvent, driver: str | None) -> dict[str, Any]:
     """The decoded payload of the Xids that carry one, as plain data for the diagnosis."""
     decoded: Any = None

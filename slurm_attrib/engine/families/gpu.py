@@ -371,7 +371,9 @@ _PCI = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-F
 
 
 def nvml_verdict(text: str) -> Optional[Verdict]:
-    lowered = text.lower()
+    """The verdict of NVML's error text, in its message form ('GPU is lost') or its enum name as the Go and C
+    bindings print it ('ERROR_GPU_IS_LOST', 'NVML_ERROR_RESET_REQUIRED')."""
+    lowered = text.lower().replace("_", " ")
     if "gpu is lost" in lowered:
         return GPU_LOST
     if "requires reset" in lowered or "reset required" in lowered:
