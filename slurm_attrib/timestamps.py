@@ -128,18 +128,23 @@ _PRIORITY = r"(?:<(?P<kpri>\d{1,3})>)?"  # dmesg -r / --raw, rsyslog's forward f
 _DECODED = (r"(?:(?P<dfac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
             r" *(?:emerg|alert|crit|err|warn|notice|info|debug) *: +)?")
 _RE_DMESG_UPTIME = re.compile(
-    _LEAD + _PRIORITY + _DECODED + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+>)?\][ \t]*"
+    _LEAD + _PRIORITY + _DECODED
+    # dmesg -d's '<    0.000052>' and journalctl -o short-delta's '<    0.000052 >' after the uptime, or the
+    # blanks short-delta pads its first record with
+    + r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})(?:[ \t]*<[ \t]*\d+\.\d+[ \t]*>|[ \t]+)?\][ \t]*"
 )
 # a 12-hour clock's half of the day (date(1) in en_US, exports of log tools): "02:15:01 PM" is 14:15:01
 _AMPM = r"(?: (?P<ampm>[AaPp][Mm])(?![\w:]))?"
 _CTIME = _MONTH_DAY + " " + _CLOCK + _AMPM + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4})"  # after the weekday
-_RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[^\W\d_]{1,4}\.? " + _CTIME + r"\][ \t]*")
+# dmesg -T -d ('[Mon Apr 29 14:55:41 2024 <    0.000015>] ...'): the delta to the previous line after the stamp
+_RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[^\W\d_]{1,4}\.? " + _CTIME
+                             + r"(?:[ \t]*<[ \t]*\d+\.\d+[ \t]*>)?\][ \t]*")
 # C's ctime()/asctime() and date(1): "Mon Aug 26 18:41:15 2019" (date adds a zone: "... UTC 2019"); the
 # stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks)
 _RE_CTIME = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _CTIME + _END)
 # dmesg -H / --reltime: '[Nov20 10:30]' opens each minute; '[  +0.000316]' is the delta to the previous line.
 _RE_DMESG_RELTIME = re.compile(
-    _LEAD + r"\[(?P<mon>[A-Za-z]{3})(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
+    _LEAD + r"\[(?P<mon>[A-Za-z]{3}) ?(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
 )
 _RE_DMESG_DELTA = re.compile(_LEAD + r"\[[ \t]*\+[ \t]*\d+\.\d{1,9}\][ \t]*")
 _RE_BRACKET_ISO = re.compile(_LEAD + r"\[" + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _OFFSET + r"?\][ \t]*")

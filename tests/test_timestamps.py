@@ -682,6 +682,22 @@ def test_dmesg_raw_priority_show_delta_and_ctime_zone() -> None:
     assert "zone abbreviation CET not used" in cet.assumptions
 
 
+def test_util_linux_padding_of_the_day_and_the_delta() -> None:
+    """util-linux pads: --reltime's minute header with strftime's '%b%e' ('[Aug 5 03:54]' on days 1-9), -T -d's
+    delta after the ctime stamp, and journalctl -o short-delta's '<    0.000052 >' (its first record padded with
+    blanks instead of a delta)."""
+    ctx = TimeContext(window_start=_utc("2024-08-01T00:00:00"), window_end=_utc("2024-08-10T00:00:00"),
+                      boot_time=BOOT)
+    head = parse_line_time("[Aug 5 03:54] NVRM: GPU at PCI:0000:00:07: GPU-26fba6b2", ctx)
+    assert head.time == _utc("2024-08-05T03:54:00") and head.message.startswith("NVRM:")
+    delta = parse_line_time("[Mon Apr 29 14:55:41 2024 <    0.000015>] Out of memory: Killed process 1 (perl)", ctx)
+    assert delta.time == _utc("2024-04-29T14:55:41") and delta.message.startswith("Out of memory")
+    first = parse_line_time("[856341.770960                ] node-01 kernel: Out of memory", ctx)
+    later = parse_line_time("[856341.771012 <    0.000052 >] node-01 kernel: Out of memory", ctx)
+    assert (first.uptime, later.uptime) == (856341.770960, 856341.771012)
+    assert first.message == later.message == "node-01 kernel: Out of memory"
+
+
 def _every_year(month: int, day: int, clock: tuple[int, int, int, int], ctx: TimeContext) -> object:
     """_yearless as it was before its shortcut: all three candidate years weighed."""
     window = timestamps._window(ctx)
