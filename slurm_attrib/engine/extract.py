@@ -48,6 +48,7 @@ from .ranks import (
     global_rank,
     pg_rank,
     prefix_address,
+    prefix_host,
     shipped_stamp,
     split_rank,
     stream_key,
@@ -398,6 +399,9 @@ class _LineHandler:
         elif self.app and "ip=" in line.text[:200]:
             address = prefix_address(line.text)  # a Ray worker's line names its node's address
             node = (job_node(self.ctx, address) if address else None) or node
+        elif self.app and "mpirank:" in line.text[:80]:
+            host = prefix_host(line.text)  # the SageMaker toolkit's rank prefix names the rank's host
+            node = (job_node(self.ctx, host) if host else None) or node
         if not self._match(line, text, stream, node) and self.app:
             rest = after_log_prefix(text)  # '2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: ...'
             if rest is not None and not _LOGGED_LEVEL.search(text[:len(text) - len(rest)]):

@@ -10,13 +10,14 @@ from ..model import JobFacts
 from ..timestamps import COLLECTED_HOST, json_object
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
-# "[jobid,9]<stderr>:" (the MPI rank: global), horovodrun's "[9]<stderr>:" (the rank; its stamp before it is
+# "[jobid,9]<stderr>:" (the MPI rank: global; the SageMaker training toolkit rewrites it as
+# "[1,mpirank:9,algo-2]<stderr>:", the host last), horovodrun's "[9]<stderr>:" (the rank; its stamp before it is
 # a shipped stamp, below), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
 # or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it, but
 # vLLM's "(VllmWorker rank=1 pid=788) " names its worker's rank);
 # also in the prefilter's bytes
 RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(?:P\d{1,4} +)?(\d+): |"
-                       r"\[(?:\d+,)?(\d+)\]<(?:stdout|stderr|stddiag)>: ?|"
+                       r"\[(?:\d+,)?(?:mpirank:)?(\d+)(?:,[\w.-]{1,64})?\]<(?:stdout|stderr|stddiag)>: ?|"
                        r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
                        r"(?:, ip=[\d.]+)?\)"
                        r"(?:\x1b\[[\d;]*m)? ?|"
@@ -90,6 +91,15 @@ def _json_wrapped(text: str) -> Optional[tuple[str, str]]:
         return None
     time = entry.get("time")
     return (time if isinstance(time, str) else ""), line.rstrip("\r\n")
+
+
+_MPIRANK_HOST = re.compile(r"\[\d+,mpirank:\d+,([\w.-]{1,64})\]<(?:stdout|stderr|stddiag)>")
+
+
+def prefix_host(text: str) -> Optional[str]:
+    """The host the SageMaker training toolkit's rank prefix names ('[1,mpirank:5,algo-3]<stderr>:'), or None."""
+    match = _MPIRANK_HOST.match(text, _shipped(text)[1])
+    return match.group(1) if match else None
 
 
 def prefix_address(text: str) -> Optional[str]:

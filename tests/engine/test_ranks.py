@@ -16,6 +16,7 @@ from slurm_attrib.engine.ranks import (
     global_rank,
     pg_rank,
     prefix_address,
+    prefix_host,
     shipped_stamp,
     split_rank,
     stream_key,
@@ -40,6 +41,8 @@ from slurm_attrib.model import JobFacts
     ("[1,15]<stderr>:[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x", (None, 15, None),
      "[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x"),  # Open MPI --tag-output: the MPI rank
     ("[0,3]<stdout>: step 10", (None, 3, None), "step 10"),
+    # the SageMaker training toolkit's rewrite of Open MPI's tag: the rank, then the host
+    ("[1,mpirank:5,algo-3]<stderr>:RuntimeError: x", (None, 5, None), "RuntimeError: x"),
     ("(WorkerDict pid=12345, ip=10.0.0.5) RuntimeError: boom", (None, None, None), "RuntimeError: boom"),
     ("\x1b[36m(RayTrainWorker pid=881, ip=10.1.2.3)\x1b[0m Traceback (most recent call last):", (None, None, None),
      "Traceback (most recent call last):"),
@@ -177,6 +180,15 @@ def test_container_runtime_wrappers(line: str, stream: Optional[Stream], rest: s
 ])
 def test_a_ray_worker_prefix_names_its_nodes_address(line: str, address: Optional[str]) -> None:
     assert prefix_address(line) == address
+
+
+@pytest.mark.parametrize(("line", "host"), [
+    ("[1,mpirank:5,algo-3]<stderr>:RuntimeError: x", "algo-3"),
+    ("2024-05-01T10:00:00Z [1,mpirank:0,algo-1]<stdout>: step 1", "algo-1"),
+    ("[1,5]<stderr>: x", None),
+])
+def test_the_sagemaker_rank_prefix_names_its_host(line: str, host: Optional[str]) -> None:
+    assert prefix_host(line) == host
 
 
 def test_the_first_character_shortcut_changes_nothing() -> None:
