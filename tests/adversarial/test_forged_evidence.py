@@ -169,3 +169,18 @@ def test_json_pretty_records_are_read_whole(tmp_path: Path) -> None:
     old = _pretty({**base, "__REALTIME_TIMESTAMP": "1794565800000000", "_TRANSPORT": "kernel",
                    "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": XID79})  # a week before the job
     assert _diagnose(_bundle(tmp_path / "old", {"node-01.log": old}))["culprit_nodes"] == []
+
+
+def test_fluent_bit_kmsg_records_carry_their_time(tmp_path: Path) -> None:
+    """Fluent Bit's stdout output of its kmsg input: the record's epoch places the line (an Xid three days before
+    the job no longer counts in it), and nothing in the record says the kernel wrote it (unverified)."""
+    def record(epoch: str) -> str:
+        return f'[3] kmsg.0: [{epoch}, {{"priority"=>4, "sequence"=>1912, "sec"=>219, "usec"=>470994, ' \
+               f'"msg"=>"{XID79}"}}]\n'
+    inside = _diagnose(_bundle(tmp_path / "inside", {"node-01.log": record("1795170600")}))
+    assert inside["root_cause"]["time"] == "2026-11-20T10:30:00.000000Z"
+    assert inside["root_cause"]["evidence"][0]["trust"] == "unverified"
+    v21 = _diagnose(_bundle(tmp_path / "v21", {"node-01.log": record("[1795170600.470994000, {}]")}))
+    assert v21["root_cause"]["time"] == "2026-11-20T10:30:00.470994Z"
+    old = _diagnose(_bundle(tmp_path / "old", {"node-01.log": record("1794911400")}))  # three days earlier
+    assert old["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in old["evidence"])
