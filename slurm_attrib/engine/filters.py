@@ -136,6 +136,46 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     return sum(dropped.values()) + unread + len(rezoned)
 
 
+# slurmstepd's words that it ended a job ('*** JOB 3884617 ON node023 CANCELLED AT ... ***'): in an output file
+# opened for appending (--open-mode=append, a fixed --output name), they close an earlier job's output
+_JOB_ENDING_KINDS = frozenset({"slurm_time_limit", "slurm_cancelled", "slurm_preempted"})
+
+
+@rule("filter.other_jobs_output")
+def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
+    """An application log holding slurmstepd's end-of-job line of ANOTHER job: what the file holds up to that
+    line is that job's output (a file appended to), not this job's. Only where the job's id is Slurm's plain
+    number (an array task's or a het job's own id is not in job.yaml)."""
+    job = ctx.job
+    if not job.job_id.isdecimal() or job.array_job_id or job.array_task_id or ctx.window_source != "job" \
+            or ctx.window_start is None:
+        return 0
+    before = ctx.window_start - ctx.tolerance(ctx.settings.window_before_s)
+    ends: dict[str, tuple[int, str]] = {}
+    for sym in ctx.symptoms:
+        other = str(sym.fields.get("job", "")).split(".", 1)[0]
+        if sym.kind not in _JOB_ENDING_KINDS or not other.isdecimal() or other == job.job_id or not sym.evidence \
+                or sym.evidence[0].source != SOURCE_APP or sym.time is None or sym.fields.get("time_inferred") \
+                or sym.time >= before:
+            continue  # only another job that ended before this one started, by its own stamp
+        line = sym.evidence[0].line
+        if line is not None and line > ends.get(sym.evidence[0].file, (0, ""))[0]:
+            ends[sym.evidence[0].file] = (line, other)
+    count = 0
+    for sym in ctx.active():
+        ref = sym.evidence[0] if sym.evidence else None
+        if ref is None or ref.file not in ends or ref.line is None:
+            continue
+        last, other = ends[ref.file]
+        if ref.line <= last:
+            sym.dropped = f"output of job {other}, which ended at line {last} of this file before this job wrote to it"
+            count += 1
+    if ends:
+        ctx.notes.append("; ".join(f"{rel}: lines up to {last} are job {other}'s output (the file was appended to)"
+                                   for rel, (last, other) in sorted(ends.items())))
+    return count
+
+
 def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -> bool:
     """A line without a stamp of its own has its preceding line's time, a lower bound: before the window it
     may still lie inside it, unless the following line's stamp (its upper bound) is before the window too
