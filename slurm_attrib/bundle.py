@@ -85,6 +85,20 @@ class Bundle:
     problems: list[str] = field(default_factory=list)
     kernel_origins: dict[str, str] = field(default_factory=dict)  # node -> KERNEL_ORIGIN_* (collection/NODE.yaml)
     clock_skews: dict[str, float] = field(default_factory=dict)  # node -> s its clock was behind (negative)
+    # node -> the GPUs Slurm gave the job there, as the epilog read SLURM_JOB_GPUS (indexes) or
+    # CUDA_VISIBLE_DEVICES (indexes or UUIDs) into collection/NODE.yaml's ``gpus``
+    job_gpus: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def allocated_gpus(self, node: Optional[str]) -> Optional[frozenset[str]]:
+        """The PCI addresses of the GPUs the job had on ``node``, through its facts' GPU list (index and UUID);
+        None when the collection record or the facts cannot tell, or name a GPU the facts do not list."""
+        wanted = self.job_gpus.get(node) if node else None
+        facts = self.facts_for(node)
+        if not wanted or facts is None or not facts.gpus:
+            return None
+        by_name = {key: pci for pci, uuid, index in facts.gpus for key in (str(index), uuid)}
+        found = {by_name.get(name) for name in wanted}
+        return None if None in found else frozenset(pci for pci in found if pci)
 
     def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:
         return self.node_facts.get(node) if node else None
@@ -116,9 +130,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         problems.append(f"{JOB_FILE}: expected a mapping, got {type(raw).__name__}")
     node_facts = _load_node_facts(root, problems)
     files = _list_files(root, job, problems)
-    origins, skews = _load_collection_records(root, problems)
+    origins, skews, gpus = _load_collection_records(root, problems)
     return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems,
-                  kernel_origins=origins, clock_skews=skews)
+                  kernel_origins=origins, clock_skews=skews, job_gpus=gpus)
 
 
 # Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
@@ -136,15 +150,18 @@ def shipped_kernel_record(node: str) -> dict[str, Any]:
     return {"node": node, "sources": [{"source": "kernel_log", "state": "ok", "origin": "shipped"}]}
 
 
-def _load_collection_records(root: Path, problems: list[str]) -> tuple[dict[str, str], dict[str, float]]:
+def _load_collection_records(root: Path, problems: list[str]
+                             ) -> tuple[dict[str, str], dict[str, float], dict[str, tuple[str, ...]]]:
     """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
-    that node's kernel log (a record without one says ``unrecorded``) and how far its clock was behind
-    the controller's at the Epilog (``clock_skew_s``, when the collector could tell)."""
+    that node's kernel log (a record without one says ``unrecorded``), how far its clock was behind
+    the controller's at the Epilog (``clock_skew_s``, when the collector could tell) and the GPUs the job had
+    there (``gpus``: SLURM_JOB_GPUS, '0,1' or '0-3', or CUDA_VISIBLE_DEVICES' indexes or UUIDs)."""
     origins: dict[str, str] = {}
     skews: dict[str, float] = {}
+    gpus: dict[str, tuple[str, ...]] = {}
     folder = root / "collection"
     if not folder.is_dir() or folder.is_symlink():
-        return origins, skews
+        return origins, skews, gpus
     for path in sorted(folder.iterdir()):
         if path.suffix not in (".yaml", ".yml"):
             continue
@@ -159,7 +176,26 @@ def _load_collection_records(root: Path, problems: list[str]) -> tuple[dict[str,
                 value = _text(entry.get("origin"))
                 origin = value if value in KERNEL_ORIGINS else "unrecorded"
         origins[path.stem] = origin
-    return origins, skews
+        named = _gpu_list(raw.get("gpus") if isinstance(raw, dict) else None)
+        if named:
+            gpus[path.stem] = named
+    return origins, skews, gpus
+
+
+def _gpu_list(value: Any) -> tuple[str, ...]:
+    """'0,1', '0-3', 'GPU-1b2c...,GPU-3d4e...' (or a list of them) → the names, ranges expanded; () for anything
+    else, so a record the engine cannot read restricts nothing."""
+    items = value if isinstance(value, list) else str(value).split(",") if isinstance(value, (str, int)) else []
+    names: list[str] = []
+    for item in (str(i).strip() for i in items):
+        low, dash, high = item.partition("-")
+        if dash and low.isdecimal() and high.isdecimal() and int(low) <= int(high) <= int(low) + 1024:
+            names.extend(str(n) for n in range(int(low), int(high) + 1))
+        elif item.isdecimal() or (item.startswith(("GPU-", "MIG-")) and len(item) <= 80):
+            names.append(item)
+        elif item:
+            return ()
+    return tuple(names)
 
 
 def _read_yaml(path: Path, problems: list[str]) -> Any:

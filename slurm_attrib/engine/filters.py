@@ -259,6 +259,27 @@ def _zone_less(ctx: EngineContext, sym: Symptom, zone: Any) -> bool:
     return stamp.time is not None and any(a.startswith("zone ") for a in stamp.assumptions)
 
 
+@rule("filter.gpu_outside_allocation")
+def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
+    """A fault on a GPU of a job node that Slurm did not give this job (another job's, an idle one): context,
+    with a note, where the node's collection record and facts say which GPUs the job had."""
+    count = 0
+    allocated: dict[str, Optional[frozenset[str]]] = {}
+    for sym in ctx.active():
+        if sym.role != "candidate" or not sym.gpu or not sym.node:
+            continue
+        if sym.node not in allocated:
+            allocated[sym.node] = ctx.bundle.allocated_gpus(sym.node)
+        mine = allocated[sym.node]
+        if not mine or sym.gpu in mine:
+            continue
+        sym.role, sym.strength = "context", 0
+        sym.notes.append(f"GPU {sym.gpu} was not one of this job's GPUs on {sym.node} ("
+                         f"{', '.join(sorted(mine))}, from the epilog's SLURM_JOB_GPUS): another job's or an idle one")
+        count += 1
+    return count
+
+
 @rule("filter.pre_start_event")
 def pre_start_event(ctx: EngineContext, rule_: Rule) -> int:
     """Keep an infrastructure fault from before the job's start only when the job met it (see the rule's
