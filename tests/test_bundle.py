@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_attrib import bundle as bundle_module
 from slurm_attrib.bundle import job_from_mapping, load_bundle
 
 
@@ -57,3 +58,31 @@ def test_a_hostlist_that_is_not_one_is_a_problem_not_a_crash() -> None:
     problems: list[str] = []
     job = job_from_mapping({"job_id": 5, "nodes": "n[1-999999999]"}, problems)
     assert problems and "nodes" in problems[0] and list(job.nodes) == ["n[1-999999999]"]
+
+
+@pytest.mark.parametrize(("value", "names"), [
+    ("0,1", ("0", "1")),
+    ("0-3", ("0", "1", "2", "3")),
+    ("2,4-5", ("2", "4", "5")),
+    (3, ("3",)),
+    ("GPU-0a410000-0000-4000-8000-000000000000", ("GPU-0a410000-0000-4000-8000-000000000000",)),
+    (["0", "1"], ("0", "1")),
+    ("", ()),
+    ("0,all", ()),  # a value the engine cannot read restricts nothing
+    (None, ()),
+])
+def test_the_jobs_gpus_from_the_collection_record(value: object, names: tuple[str, ...]) -> None:
+    assert bundle_module._gpu_list(value) == names
+
+
+def test_allocated_gpus_are_the_facts_pci_addresses(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text("job_id: '1'\nnodes: [n1]\n")
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "n1.yaml").write_text(
+        "gpus:\n- {index: 0, pci: '0000:41:00', uuid: GPU-a}\n- {index: 1, pci: '0000:61:00', uuid: GPU-b}\n")
+    (tmp_path / "collection").mkdir()
+    (tmp_path / "collection" / "n1.yaml").write_text("gpus: '1'\n")
+    bundle = load_bundle(tmp_path)
+    assert bundle.allocated_gpus("n1") == frozenset({"0000:61:00"})
+    (tmp_path / "collection" / "n1.yaml").write_text("gpus: '1,7'\n")  # GPU 7 is not in the facts: cannot tell
+    assert load_bundle(tmp_path).allocated_gpus("n1") is None
