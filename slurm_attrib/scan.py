@@ -184,7 +184,13 @@ def _load_numpy() -> None:
 
 
 def decode(raw: bytes) -> str:
-    """Bytes of one line to text: invalid UTF-8 and NUL become U+FFFD, CR is dropped."""
+    """Bytes of one line to text: invalid UTF-8 and NUL become U+FFFD, CR is dropped. A line too long for the
+    rules that a progress bar redrew with carriage returns is read from its last one: what a terminal shows
+    (the error printed after a minute of tqdm frames is at the end, past what the rules would see)."""
+    if len(raw) > MAX_TEXT_CHARS:
+        redrawn = raw.rstrip(b"\r").rfind(b"\r")
+        if redrawn >= 0:
+            raw = raw[redrawn + 1:]
     text = raw[:MAX_TEXT_CHARS * 4].decode("utf-8", errors="replace")
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")

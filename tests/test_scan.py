@@ -13,7 +13,7 @@ import pytest
 from slurm_attrib import scan
 from slurm_attrib.engine.prefilter import build
 from slurm_attrib.ruleset import Match, Rule
-from slurm_attrib.scan import Line, RegexPrefilter, open_evidence, scan_bytes, scan_stream
+from slurm_attrib.scan import MAX_TEXT_CHARS, Line, RegexPrefilter, decode, open_evidence, scan_bytes, scan_stream
 
 
 def _hits(data: bytes, anchors: list[bytes]) -> list[Line]:
@@ -209,3 +209,12 @@ def test_a_utf16_file_is_read_as_utf8(tmp_path: Path) -> None:
         st = scan_stream(stream, RegexPrefilter([b"NVRM: Xid"]), found.append)
     assert [h.text.rstrip("\r") for h in found] == [text.splitlines()[0]]
     assert st.nul_bytes == 0 and st.lines == 2
+
+
+def test_a_long_line_redrawn_with_carriage_returns_is_read_from_its_last_one() -> None:
+    """tqdm frames for 80 KB, then the error: the rules see what a terminal shows, not the first 64 Ki
+    characters of frames; a short line keeps its frames (its whole text is within reach)."""
+    frames = b"".join(b"\r  7%%|%d/1000 [00:01<00:10, 5.2it/s]" % i for i in range(2500))
+    error = b"RuntimeError: CUDA error: uncorrectable ECC error encountered"
+    assert len(frames) > MAX_TEXT_CHARS and decode(frames + b"\r" + error + b"\r") == error.decode()
+    assert decode(b"\r 1%|1/100\r" + error) == "\r 1%|1/100\r" + error.decode()
