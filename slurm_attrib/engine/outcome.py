@@ -231,10 +231,12 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
             notes.append(f"only the application's output says {root.node}'s {part} failed, and that node's own "
                          f"kernel log, collected for the job, holds no {part} error: the node is not named")
         elif culprits and _unverified_kernel_claim(ctx, root):
-            culprits = []
-            notes.append(f"only lines of {root.node}'s mixed syslog file, which any local program can write "
-                         "(`logger -t kernel`), say so, and nothing the kernel alone writes confirms it: the node is "
-                         "not named")
+            # the fault may be the kernel's or a user's forgery: the evidence does not decide, and names nobody
+            return _decide(ctx, rule_, status="ambiguous", category=root.category, responsible=root.responsible,
+                           candidates=[root], culprit_nodes=[], summary=f"{_describe(root)}, if the kernel wrote it",
+                           annotations=[*notes, f"only lines of {root.node}'s mixed syslog file, which any local "
+                                        "program can write (`logger -t kernel`), say so, and nothing the kernel alone "
+                                        "writes confirms it: the node is not named"])
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
                        root=root, culprit_nodes=culprits, summary=_describe(root), annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",

@@ -63,17 +63,18 @@ def test_a_logger_line_in_a_syslog_file_is_not_kernel_evidence(tmp_path: Path) -
 
 def test_a_kernel_tagged_line_from_a_mixed_file_explains_but_is_unverified(tmp_path: Path) -> None:
     """`logger -t kernel` into /var/log/messages reads exactly like the kernel: the collector recorded
-    that the window came from a mixed file, so the line may explain the verdict but is marked unverified
-    (and the remediation gate refuses to drain on it: tests/finalizer)."""
+    that the window came from a mixed file, so the line is marked unverified and, with nothing trusted behind
+    it, makes an ambiguous verdict that names no node (and the remediation gate never drains on it:
+    tests/finalizer)."""
     line = f"Nov 20 10:30:00 node-01 kernel: {XID79}\n"
     mixed = _diagnose(_bundle(tmp_path / "mixed", {"node-01.log": line}, {"node-01": "mixed-file"}))
-    assert mixed["status"] == "attributed" and mixed["root_cause"]["evidence"][0]["trust"] == "unverified"
-    assert any("rests on unverified kernel lines" in a for a in mixed["annotations"])
+    assert mixed["status"] == "ambiguous" and mixed["category"] == "gpu_hardware"
+    assert mixed["candidates"][0]["evidence"][0]["trust"] == "unverified"
     assert mixed["culprit_nodes"] == [] and "any local program can write" in " ".join(mixed["annotations"])
     kernel = _diagnose(_bundle(tmp_path / "journald", {"node-01.log": line}, {"node-01": "journald"}))
     assert kernel["root_cause"]["evidence"][0]["trust"] == "kernel" and kernel["culprit_nodes"] == ["node-01"]
     legacy = _diagnose(_bundle(tmp_path / "legacy", {"node-01.log": line}, {"node-01": "something-else"}))
-    assert legacy["root_cause"]["evidence"][0]["trust"] == "unverified" and legacy["culprit_nodes"] == []
+    assert legacy["candidates"][0]["evidence"][0]["trust"] == "unverified" and legacy["culprit_nodes"] == []
 
 
 @pytest.mark.parametrize("line", [f"Nov 20 10:30:00 node-02 kernel: {XID79}",

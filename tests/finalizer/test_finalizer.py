@@ -284,8 +284,8 @@ def test_remediation_drains_an_attributed_gpu_fault(tmp_path: Path, engine: Engi
 @pytest.mark.parametrize("origin", ["mixed-file", ""])
 def test_a_kernel_line_a_user_could_have_written_never_drains(tmp_path: Path, engine: Engine, origin: str) -> None:
     """The same Xid from /var/log/messages (where `logger -t kernel` writes), or from a collector that did
-    not record where it read: the category stands, marked unverified, but the node is neither blamed nor
-    drained."""
+    not record where it read: an ambiguous verdict of that category, marked unverified; the node is neither
+    blamed nor drained."""
     nodes = ("node-01", "node-02")
     hooks.enqueue("epilog_slurmctld", _ctld_env("15", "node-[01-02]"), str(tmp_path), T0.timestamp())
     slurm = FakeSlurm(jobs={"15": _ctl("15", "FAILED", nodes)}, acct={"15": [_acct("15", "FAILED", "1:0", nodes)]})
@@ -298,8 +298,8 @@ def test_a_kernel_line_a_user_could_have_written_never_drains(tmp_path: Path, en
                                 slurm, DrainLedger(tmp_path / "drains.json"))
     fin.step(T0 + timedelta(seconds=1))
     diag = store.recorded[-1]
-    assert diag["status"] == "attributed" and diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == []
-    assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert diag["status"] == "ambiguous" and diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == []
+    assert diag["candidates"][0]["evidence"][0]["trust"] == "unverified"
     assert slurm.drained == {}
 
 
