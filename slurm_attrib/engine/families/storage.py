@@ -95,13 +95,19 @@ _NO_LOCKING = (38, 95, 524)  # ENOSYS, EOPNOTSUPP, the kernel's ENOTSUPP: the fi
 _HELD = (11,)  # EAGAIN / EWOULDBLOCK: a lock someone else holds
 
 
+# the strerror texts a program prints instead of the number (TensorStore's '[OS error: ...]')
+_ERRNO_BY_TEXT = {"function not implemented": 38, "operation not supported": 95, "not supported": 95,
+                  "resource temporarily unavailable": 11, "no locks available": 37}
+
+
 @decoder("storage_lock")
 def decode_storage_lock(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Which side a refused lock is on, by its errno (ROMIO prints it in hex): a file system without
     locking is the shared service's setting (storage, nobody blamed); a lock another process holds is the
     workload's; any other errno keeps the file system as the candidate."""
     hexerrno = sym.fields.get("hexerrno")
-    errno = sym.fields.get("errno") or sym.fields.get("errno2")
+    errno = sym.fields.get("errno") or sym.fields.get("errno2") or _ERRNO_BY_TEXT.get(
+        str(sym.fields.get("os_error", "")).strip().lower())
     try:
         number = int(str(hexerrno), 16) if hexerrno else int(str(errno)) if errno else 38
     except ValueError:
