@@ -511,11 +511,13 @@ class _LineHandler:
             # otherwise: torchrun's '--role rank --tee' writes its LOCAL rank so ('[rank0]: ... [PG ID 0 ... Rank 4]')
             fields["prefix_rank"], rank = rank, named
         elif stream is not None and stream[1] is not None and stream[2] is None and rank is not None \
-                and file_node in self.ctx.job.node_set and self.ctx.job.rank_node(rank) not in (None, file_node):
-            # a node's own file whose '[rankN]:' the rank map puts on another node: torchrun's '--role rank'
-            # prefix, the LOCAL rank on this node (as srun's task number in _label_is_rank)
-            here = self.ctx.job.node_ranks(file_node)
-            fields["prefix_rank"], rank = rank, (here[rank] if rank < len(here) else None)
+                and file_node in self.ctx.job.node_set and self.ctx.job.rank_node(rank) not in (None, file_node) \
+                and rank < len(here := self.ctx.job.node_ranks(file_node)):
+            # a node's own file whose '[rankN]:' the rank map puts on another node, N a rank this node has: torchrun's
+            # '--role rank' prefix, the LOCAL rank on this node (as srun's task number in _label_is_rank); an N
+            # beyond this node's ranks is the global rank of a file that holds every task's lines (the batch
+            # host's output named for its node), and the rank map places it
+            fields["prefix_rank"], rank = rank, here[rank]
             local = fields["prefix_rank"]
         if local is not None:
             fields["local_rank"] = local

@@ -30,12 +30,17 @@ def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[in
     return file_node
 
 
+_DOMAIN = re.compile(r"[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}")
+
+
 def match_node(nodes: Collection[str], name: str) -> Optional[str]:
     """``node-03`` or ``node-03.cluster.example`` → ``node-03`` when it is one of ``nodes`` (a job's
     :attr:`~slurm_attrib.model.JobFacts.node_set` answers in one look-up however many nodes it has)."""
     if name in nodes:
         return name
-    short = name.split(".", 1)[0]
+    short, dot, domain = name.partition(".")
+    if dot and not _DOMAIN.fullmatch(domain):
+        return None  # 'node05.36041hfi_userinit_internal' (PSM's host.pid glued to its message) names no domain
     return short if short in nodes else None
 
 

@@ -307,13 +307,15 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
     """A node fault that rests only on lines of the node's mixed syslog file (the collector found no kernel-only
     source: journald, the ring buffer, kern.log), where a local user's ``logger -t kernel "NVRM: Xid ..."`` reads
     like the kernel's own, with no line of a trusted source, no GPU snapshot and no diagnostic of that node
-    showing a fault of the same category."""
+    showing a fault of the same category that is itself a candidate, on the same GPU where both name one (a
+    pending remap from correctable errors on another GPU confirms nothing)."""
     if not root.node or ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS:
         return False
     if not any(e.source != SOURCE_APP for e in root.evidence) or any(
             e.source != SOURCE_APP and e.trust != TRUST_UNVERIFIED for e in root.evidence):
         return False
-    return not any(s.node == root.node and s.category == root.category and s.evidence and any(
+    return not any(s.node == root.node and s.category == root.category and s.role == "candidate" and s.evidence
+                   and (not s.gpu or not root.gpu or s.gpu == root.gpu) and any(
         e.source not in (SOURCE_APP, SOURCE_KERNEL) or (e.source == SOURCE_KERNEL and e.trust != TRUST_UNVERIFIED)
         for e in s.evidence) for s in ctx.symptoms if s.dropped is None)
 

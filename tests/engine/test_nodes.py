@@ -74,3 +74,13 @@ def test_resolve_node_puts_an_unplaced_line_of_a_one_node_job_on_that_node() -> 
 ])
 def test_resolve_peer_drops_a_port_after_a_host_but_not_an_ipv6_group(peer: str, expected: str) -> None:
     assert resolve_peer(context(), peer) == expected
+
+
+@pytest.mark.parametrize(("name", "node"), [
+    ("node05", "node05"),
+    ("node05.cluster.example.org", "node05"),
+    ("node05.36041hfi_userinit_internal", None),  # PSM's host.pid glued to its message: no domain after the dot
+    ("node05.ib", "node05"),
+])
+def test_a_short_name_is_taken_only_before_a_domain(name: str, node: Optional[str]) -> None:
+    assert match_node({"node05"}, name) == node

@@ -271,6 +271,29 @@ def decode_ofi_setup(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     return True
 
 
+# --- PSM / PSM2 (InfiniPath, Omni-Path) -----------------------------------------------------------
+_PSM_CONTEXTS_TAKEN = re.compile(r"(?i)Device or resource busy|Interrupted system call")
+_PSM_FOLLOWS = re.compile(r"can't open hfi unit|unable to open an endpoint")
+
+
+@decoder("psm_driver")
+def decode_psm_driver(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Whose a PSM adapter failure is, by assign_context's strerror: contexts all taken (EBUSY) or a profiler's
+    signals (EINTR) are the job's; a port down or a driver refusing (EINVAL, no active unit) the node's; a
+    line that only says the unit could not be opened follows the one that says why."""
+    text = extra["text"]
+    if _PSM_CONTEXTS_TAKEN.search(str(sym.fields.get("reason") or "")):
+        _apply(sym, Verdict("candidate", "workload", 45, "every hardware context of the adapter taken by the "
+                            "job's processes (ranks times endpoints or VCIs per node)", category="application"))
+        sym.actions = ("use fewer processes or endpoints per node (MPICH's VCIs, PSM2_SHAREDCONTEXTS=1) so the "
+                       "adapter's contexts suffice; the adapter is not at fault",)
+    elif _PSM_FOLLOWS.search(text):
+        _apply(sym, Verdict("cascade", meaning="the unit could not be opened; the line before says why"))
+    elif "trying again" in text:
+        _apply(sym, Verdict("context", meaning="a retry; the attempt that fails for good says why"))
+    return True
+
+
 # --- sockets (NCCL bootstrap / net_socket, c10d TCPStore) ----------------------------------------
 _MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot assign requested address|"
                         r"name or service not known|temporary failure in name resolution|no address associated|"
