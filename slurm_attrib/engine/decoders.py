@@ -63,14 +63,15 @@ def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     return True
 
 
-# a health monitor's word for an Xid is one step from the kernel's line: it leads below that line's strength
-_MONITOR_DISCOUNT = 10
+# a health monitor's word for an Xid is one step from the kernel's line, and a monitor keeps an Xid (or a test
+# fault injected through it) until the node reboots, unstamped: it leads only where nothing the job logged does
+_MONITOR_STRENGTH = 45
 
 
 @decoder("health_monitor_xid")
 def decode_monitor_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """An Xid as a GPU health monitor reports it (GPUd's 'XID 79(GPU has fallen off the bus) detected on
-    PCI:0000:ae:00'): judged by the catalog as the kernel's line would be, a little weaker, on the GPU it names."""
+    PCI:0000:ae:00'): judged by the catalog as the kernel's line would be, weaker, on the GPU it names."""
     try:
         code = int(str(sym.fields.get("code")))
         pci = normalise_pci(str(sym.fields.get("pci", "")))
@@ -81,7 +82,7 @@ def decode_monitor_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     sym.gpu = pci
     sym.fields.update(code=code, pci=pci)
     _apply(sym, assess_xid(event, _driver(ctx, sym.node)))
-    sym.strength = max(0, sym.strength - _MONITOR_DISCOUNT)
+    sym.strength = min(sym.strength, _MONITOR_STRENGTH)
     return True
 
 

@@ -511,22 +511,27 @@ _NOT_PROGRESS = re.compile(r"(?i)error|exception|traceback|warn|fail|abort|timed
 @rule("filter.progress_after_fault")
 def progress_after_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or host OOM kill the job's training went on past: a stamped progress line (a
-    step's loss) more than the margin after it, in the tail of an application log, says its collectives kept
-    completing. Context, with a note; a file system outage lasts and is kept (as in filter.outlived_fault)."""
+    step's loss) more than the margin after it and before the job ended, in the tail of an application log of
+    a node that ran in a step with the faulted one, says its collectives kept completing. Context, with a
+    note; a file system outage lasts and is kept (as in filter.outlived_fault), and so is a fault the job's
+    own watchdog puts at the start of its hang."""
     faults = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category != "storage"
               and (sym.responsible == "infrastructure" or sym.category == "host_oom") and latest_time(sym)]
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 120)))
-    end = ctx.window_end
-    if not faults or (end is not None and min(t for s in faults if (t := latest_time(s))) + margin >= end):
+    end = ctx.job.end or ctx.window_end
+    if not faults or end is None or min(t for s in faults if (t := latest_time(s))) + margin >= end:
         return 0  # nothing to outlive, or no room for a step after the earliest fault
-    progress = _last_progress(ctx, int(rule_.params.get("tail_bytes", 1 << 20)))
-    if progress is None:
-        return 0
-    when, where = progress
+    progress = _progress_lines(ctx, int(rule_.params.get("tail_bytes", 1 << 20)), end)
     count = 0
     for sym in faults:
         latest = latest_time(sym)
-        if latest is None or when - latest <= margin:
+        if latest is None or (ctx.hang is not None and latest >= ctx.hang[0] - ctx.hang[1]):
+            continue  # the watchdog says the collectives got stuck at (or after) it
+        seen = [(when, rel) for when, rel, node in progress if _same_step(ctx, node, sym.node)]
+        if not seen:
+            continue
+        when, where = max(seen)
+        if when - latest <= margin:
             continue
         sym.role, sym.strength = "context", 0
         sym.notes.append(f"the job logged training progress {int((when - latest).total_seconds())} s after it "
@@ -535,11 +540,24 @@ def progress_after_fault(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
-def _last_progress(ctx: EngineContext, tail_bytes: int) -> Optional[tuple[datetime, str]]:
-    """The latest stamped training-progress line inside the job window among the last ``tail_bytes`` of each
-    plain application log, with its place; None without one. Each file is read backwards a block at a time
-    until one is found: the last steps sit just before the failure's output."""
-    best: Optional[tuple[datetime, str]] = None
+def _same_step(ctx: EngineContext, progress_node: Optional[str], fault_node: Optional[str]) -> bool:
+    """Whether progress logged on ``progress_node`` (None: a combined file) speaks for ``fault_node``: always
+    without step records; else only when some step ran on both (a combined file: when every step ran there)."""
+    steps = [set(step.nodes) for step in ctx.job.steps if step.nodes]
+    if not steps or fault_node is None:
+        return True
+    if progress_node is None:
+        return all(fault_node in nodes for nodes in steps)
+    return any(progress_node in nodes and fault_node in nodes for nodes in steps)
+
+
+def _progress_lines(ctx: EngineContext, tail_bytes: int, end: datetime
+                    ) -> list[tuple[datetime, str, Optional[str]]]:
+    """The latest stamped training-progress line of each plain application log, inside the job (after its
+    start, before its end: a next job's lines appended within the window's tolerance are not the job's), among
+    its last ``tail_bytes``: (time, file, the file's node). Each file is read backwards a block at a time until
+    one is found: the last steps sit just before the failure's output."""
+    found: list[tuple[datetime, str, Optional[str]]] = []
     for bf in ctx.bundle.files:
         if bf.source != SOURCE_APP or bf.path.suffix == ".gz":
             continue
@@ -556,12 +574,11 @@ def _last_progress(ctx: EngineContext, tail_bytes: int) -> Optional[tuple[dateti
             when = parse_line_time(text, timectx).time
             if when is None and (shipped := shipped_stamp(text)):
                 when = parse_line_time(shipped, timectx).time
-            if when is None or ctx.in_window(when) is False:
+            if when is None or when > end or (ctx.window_start is not None and when < ctx.window_start):
                 continue
-            if best is None or when > best[0]:
-                best = (when, bf.rel)
+            found.append((when, bf.rel, bf.node if bf.node in ctx.job.node_set else None))
             break
-    return best
+    return found
 
 
 def _lines_backwards(path: Path, limit: int, block: int = 64 << 10) -> Iterator[bytes]:
