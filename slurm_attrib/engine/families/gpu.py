@@ -436,6 +436,16 @@ def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     return True
 
 
+@decoder("level_zero_memory")
+def decode_level_zero_memory(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Level Zero's out-of-memory codes: the device's is the job's tensors on the GPU, the host's the host's."""
+    if sym.fields.get("hostmem"):
+        sym.kind, sym.category, sym.strength = "host_alloc_error", "host_oom", 45
+        sym.actions = ("reduce the job's host memory use (DataLoader workers, pinned buffers) or ask for more "
+                       "memory per node",)
+    return True
+
+
 @decoder("gpu_indeterminate")
 def decode_indeterminate(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A device error that names no cause, in a runtime other than CUDA's: ROCm's GPU page fault ('Memory
