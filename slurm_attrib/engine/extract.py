@@ -299,6 +299,14 @@ class KernelLines:
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
             verified = False  # no tag, or the kernel's own text where a tag belongs (`logger -t NVRM` too)
+        elif stamp.fmt == "dmesg_uptime" and (head := _MONOTONIC_HEAD.match(stamp.message)) is not None \
+                and head.group(1).split(".", 1)[0].lower() in self.aliases and head.group(2) != "kernel":
+            # journalctl -o short-monotonic of the whole journal: '[ 856341.77] node-01 alice[42]: NVRM: ...' is
+            # the node's own host name, then the program that wrote the line
+            if match_start >= len(text) - len(stamp.message) + head.end():
+                self._refuse(f"written by a program (tag {_short(head.group(2))}), not by the kernel", line)
+                return None
+            verified = False
         if self._host_refused(line, stamp):
             return None
         return TRUST_KERNEL if verified else TRUST_UNVERIFIED
@@ -348,6 +356,8 @@ _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
 # then a clock, at the line's start
 # (or a record whose head no format reads: a syslog priority before a date or version, seconds since the
 # epoch, a JSON object)
+# after an uptime stamp, journalctl -o short-monotonic's host and program ('node-01 kernel: ', 'node-01 alice[42]: ')
+_MONOTONIC_HEAD = re.compile(r"([A-Za-z0-9][\w.-]{0,62}) ([A-Za-z_][\w.@-]{0,63}(?:\[\d{1,10}\])?): ")
 _STAMP_SHAPED = re.compile(r"\s*(?:<\d{1,3}>\d|\{\s*\"|\d{9,11}\.\d{1,9}\s|"
                            r"(?:\[\s*)?(?:\S{1,12}\.? +\d{1,2},? +|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}[ T]|"
                            r"\S{1,6} +\S{1,12}\.? +\d{1,2} +|"

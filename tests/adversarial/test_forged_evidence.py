@@ -185,3 +185,15 @@ def test_fluent_bit_kmsg_records_carry_their_time(tmp_path: Path) -> None:
     assert v21["root_cause"]["time"] == "2026-11-20T10:30:00.470994Z"
     old = _diagnose(_bundle(tmp_path / "old", {"node-01.log": record("1794911400")}))  # three days earlier
     assert old["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in old["evidence"])
+
+
+def test_a_program_line_in_journalctl_short_monotonic_is_refused(tmp_path: Path) -> None:
+    """`journalctl -o short-monotonic` of the whole journal puts the node's name and the writing program after
+    the uptime: a program's 'NVRM: Xid' there is the program's; the kernel's own line stays evidence."""
+    forged = f"[ 856341.770960] node-01 alice[4242]: {XID79}\n"
+    diag = _diagnose(_bundle(tmp_path / "forged", {"node-01.log": forged}))
+    assert diag["culprit_nodes"] == [] and not any(e["source"] == "kernel" for e in diag["evidence"])
+    real = f"[ 856341.770960] node-01 kernel: {XID79}\n"
+    facts_job = dict(JOB, nodes=["node-01"])
+    kept = _diagnose(_bundle(tmp_path / "real", {"node-01.log": real}, job=facts_job))
+    assert any(e["source"] == "kernel" for e in kept["evidence"])
