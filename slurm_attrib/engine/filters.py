@@ -259,6 +259,12 @@ def _zone_less(ctx: EngineContext, sym: Symptom, zone: Any) -> bool:
     return stamp.time is not None and any(a.startswith("zone ") for a in stamp.assumptions)
 
 
+def _to_context(sym: Symptom, why: str) -> None:
+    """A candidate the job met but that did not stop it: context, with the reason in its notes."""
+    sym.role, sym.strength = "context", 0
+    sym.notes.append(why)
+
+
 @rule("filter.gpu_outside_allocation")
 def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
     """A fault on a GPU of a job node that Slurm did not give this job (another job's, an idle one): context,
@@ -273,9 +279,8 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
         mine = allocated[sym.node]
         if not mine or sym.gpu in mine:
             continue
-        sym.role, sym.strength = "context", 0
-        sym.notes.append(f"GPU {sym.gpu} was not one of this job's GPUs on {sym.node} ("
-                         f"{', '.join(sorted(mine))}, from the epilog's SLURM_JOB_GPUS): another job's or an idle one")
+        _to_context(sym, f"GPU {sym.gpu} was not one of this job's GPUs on {sym.node} ({', '.join(sorted(mine))}, "
+                         "from the epilog's SLURM_JOB_GPUS): another job's or an idle one")
         count += 1
     return count
 
@@ -489,15 +494,14 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
         # a file system outage still a candidate never logged its recovery ('server X OK' makes it context): it
         # lasts, and the ranks that do not read from it run on until one does
         if latest is not None and latest < began - margin and sym.category != "storage":
-            sym.notes.append(f"the job's collectives ran on until {format_utc(began)}, "
+            _to_context(sym, f"the job's collectives ran on until {format_utc(began)}, "
                              f"{int((began - latest).total_seconds())} s after it: not what stopped the job")
         elif sym.category in _LOGGED_AT_ONCE and sym.kind not in _REPORTED_AT_STEP_END and sym.time is not None \
                 and not sym.fields.get("time_inferred") and sym.time > began + margin:
-            sym.notes.append(f"the job's collectives were already stuck at {format_utc(began)}, "
+            _to_context(sym, f"the job's collectives were already stuck at {format_utc(began)}, "
                              f"{int((sym.time - began).total_seconds())} s before it: it did not start the hang")
         else:
             continue
-        sym.role, sym.strength = "context", 0
         count += 1
     return count
 
@@ -533,8 +537,7 @@ def progress_after_fault(ctx: EngineContext, rule_: Rule) -> int:
         when, where = max(seen)
         if when - latest <= margin:
             continue
-        sym.role, sym.strength = "context", 0
-        sym.notes.append(f"the job logged training progress {int((when - latest).total_seconds())} s after it "
+        _to_context(sym, f"the job logged training progress {int((when - latest).total_seconds())} s after it "
                          f"({where}, {format_utc(when)}): not what stopped the job")
         count += 1
     return count
@@ -618,7 +621,6 @@ def exception_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
             continue
         latest = latest_time(sym)
         if latest is not None and end - latest > limit:
-            sym.role, sym.strength = "context", 0
-            sym.notes.append(f"the job ran on for {int((end - latest).total_seconds())} s after it")
+            _to_context(sym, f"the job ran on for {int((end - latest).total_seconds())} s after it")
             count += 1
     return count
