@@ -139,6 +139,9 @@ _ENROOT_HOST_ERRORS = re.compile(r"mkdir: cannot create directory '[^'\n]{1,200}
                                  r"Write failed because No space left on device|"
                                  r"FATAL ERROR:\s?write_file: failed to create file")
 _NO_SPACE = re.compile(r"No space left on device|write_file: failed to create file")
+# enroot's mount hook failing on a mount the job asked for: 'enroot-mount: failed to mount: <src> at <dst>: <why>'
+_ENROOT_MOUNT = re.compile(r"enroot-mount: failed to mount: \S{1,300} at \S{1,300}: "
+                           r"(Permission denied|No such file or directory)")
 # The job's own image or request, in a container runtime's words: a program the image lacks, a bind
 # destination a --writable container does not have, an absolute path the bind needs
 _JOB_CONTAINER = re.compile(r"(?i)enroot-switchroot: failed to execute|doesn't exist in container|"
@@ -160,9 +163,16 @@ def decode_container_runtime(ctx: EngineContext, sym: Symptom, line: Line, extra
         sym.fields["readings"] = ["node_failure", "application"]
         sym.actions = ("update the nodes' driver to what the image needs, or run an image built for the "
                        "driver the nodes have",)
-    elif sym.fields.get("creation") and "nvidia-container-cli" not in text:
+    elif sym.fields.get("creation") and "nvidia-container-cli" not in text and not _NODE_IMAGE_DRIVER.search(text):
         sym.role, sym.strength = "context", 0
     return True
+
+
+# Apptainer's image drivers and FUSE mounts failing on the node: its kernel and FUSE packages, not the image
+# (apptainer/apptainer #3348: fusermount3 on a RHEL 8 before 8.6); a bad squashfs superblock may be either
+_NODE_IMAGE_DRIVER = re.compile(r"image driver mount failure|(?:squashfuse(?:_ll)?|fuse2fs|fuse-overlayfs|gocryptfs) "
+                                r"(?:instance )?exited|fusermount3?: |failed to exec fusermount|fuse: device not "
+                                r"found|mount hook function failure")
 
 
 # what srun and slurmstepd print right after a step's OOM report, naming the node it happened on
@@ -204,6 +214,15 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
     """A SPANK failure is the node's container setup unless the plugin's lines just before it say the
     job's image could not be had; the plugin's own explanation is kept as the symptom's detail."""
     for previous in line.preceding(30):
+        mount = _ENROOT_MOUNT.search(previous)
+        if mount is not None:
+            # a path the job asked to mount (--container-mounts): one that is not there is the job's; one the
+            # file system refuses (NFS root squash, an ACL) is the storage's, no node blamed
+            missing = mount.group(1) == "No such file or directory"
+            sym.category, sym.responsible = ("application", "workload") if missing else ("storage", "unknown")
+            sym.strength = 50
+            sym.fields["plugin_said"] = previous.strip()[:200]
+            return True
         if _ENROOT_HOST_ERRORS.search(previous):
             # the enroot log pyxis dumps after its generic 'failed to import docker image': the node's own setup
             # (a runtime directory it may not create, a user namespace it cannot have) or its disk, not the image

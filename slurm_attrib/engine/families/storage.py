@@ -23,8 +23,14 @@ _ERRNO_TEXT = {5: "Input/output error", 28: "No space left on device", 30: "Read
                108: "Cannot send after transport endpoint shutdown", 116: "Stale file handle",
                122: "Disk quota exceeded"}
 _SHUTDOWN = "Cannot send after transport endpoint shutdown"
+# Go's lowercase strerror and musl's own texts, read as glibc's (the rule's regex admits musl's only after a path)
+_OTHER_LIBC = {"input/output error": "Input/output error", "no space left on device": "No space left on device",
+               "disk quota exceeded": "Disk quota exceeded", "read-only file system": "Read-only file system",
+               "stale nfs file handle": "Stale NFS file handle", "i/o error": "Input/output error",
+               "quota exceeded": "Disk quota exceeded", "socket not connected": "Transport endpoint is not connected"}
 # what says an ESHUTDOWN was a file's: a path in the line, or a file read/write in the frames above it
-_FILE_CONTEXT = re.compile(r"'/|\bread_bytes|\bread_text|\bwrite_bytes|\bwrite_text|\bf\.read\(|\bf\.write\(|"
+_FILE_CONTEXT = re.compile(r"'/|cannot (?:access|open|stat|create|remove|read) |"
+                           r"\bread_bytes|\bread_text|\bwrite_bytes|\bwrite_text|\bf\.read\(|\bf\.write\(|"
                            r"\bopen\(|shutil|\bos\.(?:read|write|stat|listdir)|torch\.load|torch\.save|np\.load|h5py")
 _SOCKET_CONTEXT = re.compile(r"socket|ssl\.py|\bsendall\b|\bsend\(|\brecv|http|urllib|requests|asyncio|"
                              r"multiprocessing/connection")
@@ -38,6 +44,9 @@ def decode_storage_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     numbered = _ERRNO.match(error)
     if numbered:  # Python's '[Errno N] <strerror in the node's language>': the number says which
         error = sym.fields["error"] = _ERRNO_TEXT.get(int(numbered.group(1)), error)
+    canonical = _OTHER_LIBC.get(error.rsplit(": ", 1)[-1].lower()) if error[:1].islower() or ": " in error else None
+    if canonical is not None:
+        error = sym.fields["error"] = canonical
     if error == _SHUTDOWN:
         context = " ".join([extra["text"], *line.preceding(6)])
         if _SOCKET_CONTEXT.search(context) or not _FILE_CONTEXT.search(context):
@@ -95,6 +104,8 @@ _NO_LOCKING = (38, 95, 524)  # ENOSYS, EOPNOTSUPP, the kernel's ENOTSUPP: the fi
 _HELD = (11,)  # EAGAIN / EWOULDBLOCK: a lock someone else holds
 
 
+# what says Python's ENOLCK / ENOSYS / EOPNOTSUPP came from locking a file
+_LOCK_CONTEXT = re.compile(r"fcntl\.(?:flock|lockf)|\bflock\(|\blockf\(|filelock|FileLock|portalocker|_acquire")
 # the strerror texts a program prints instead of the number (TensorStore's '[OS error: ...]')
 _ERRNO_BY_TEXT = {"function not implemented": 38, "operation not supported": 95, "not supported": 95,
                   "resource temporarily unavailable": 11, "no locks available": 37}
@@ -105,8 +116,12 @@ def decode_storage_lock(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     """Which side a refused lock is on, by its errno (ROMIO prints it in hex): a file system without
     locking is the shared service's setting (storage, nobody blamed); a lock another process holds is the
     workload's; any other errno keeps the file system as the candidate."""
+    if str(sym.fields.get("errno3") or "37") != "37" \
+            and not _LOCK_CONTEXT.search(" ".join([extra["text"], *line.preceding(6)])):
+        return False  # ENOSYS / EOPNOTSUPP come from any call: only a lock call above makes it a lock's (ENOLCK
+        # comes from locking alone)
     hexerrno = sym.fields.get("hexerrno")
-    errno = sym.fields.get("errno") or sym.fields.get("errno2") or _ERRNO_BY_TEXT.get(
+    errno = sym.fields.get("errno") or sym.fields.get("errno3") or sym.fields.get("errno2") or _ERRNO_BY_TEXT.get(
         str(sym.fields.get("os_error", "")).strip().lower())
     try:
         number = int(str(hexerrno), 16) if hexerrno else int(str(errno)) if errno else 38
