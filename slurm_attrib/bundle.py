@@ -94,7 +94,9 @@ class Bundle:
         None when the collection record or the facts cannot tell, or name a GPU the facts do not list."""
         wanted = self.job_gpus.get(node) if node else None
         facts = self.facts_for(node)
-        if not wanted or facts is None or not facts.gpus:
+        if not wanted or facts is None or not facts.gpus or not all(w.startswith("GPU-") for w in wanted):
+            # Slurm's gres indexes follow the device files or MIG slices, not nvidia-smi's order in the facts:
+            # only UUIDs name a GPU for certain
             return None
         by_name = {key: pci for pci, uuid, index in facts.gpus for key in (str(index), uuid)}
         found = {by_name.get(name) for name in wanted}

@@ -81,8 +81,10 @@ def test_allocated_gpus_are_the_facts_pci_addresses(tmp_path: Path) -> None:
     (tmp_path / "facts" / "n1.yaml").write_text(
         "gpus:\n- {index: 0, pci: '0000:41:00', uuid: GPU-a}\n- {index: 1, pci: '0000:61:00', uuid: GPU-b}\n")
     (tmp_path / "collection").mkdir()
-    (tmp_path / "collection" / "n1.yaml").write_text("gpus: '1'\n")
+    (tmp_path / "collection" / "n1.yaml").write_text("gpus: GPU-b\n")
     bundle = load_bundle(tmp_path)
     assert bundle.allocated_gpus("n1") == frozenset({"0000:61:00"})
-    (tmp_path / "collection" / "n1.yaml").write_text("gpus: '1,7'\n")  # GPU 7 is not in the facts: cannot tell
+    (tmp_path / "collection" / "n1.yaml").write_text("gpus: '1'\n")  # an index: Slurm's order may not be the facts'
+    assert load_bundle(tmp_path).allocated_gpus("n1") is None
+    (tmp_path / "collection" / "n1.yaml").write_text("gpus: GPU-b,GPU-z\n")  # GPU-z is not in the facts
     assert load_bundle(tmp_path).allocated_gpus("n1") is None
