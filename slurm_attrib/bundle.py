@@ -90,16 +90,16 @@ class Bundle:
     job_gpus: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def allocated_gpus(self, node: Optional[str]) -> Optional[frozenset[str]]:
-        """The PCI addresses of the GPUs the job had on ``node``, through its facts' GPU list (index and UUID);
-        None when the collection record or the facts cannot tell, or name a GPU the facts do not list."""
+        """The PCI addresses of the GPUs the job had on ``node``, through its facts' GPU list by UUID; None when the
+        collection record or the facts cannot tell (an index, a GPU the facts do not list)."""
         wanted = self.job_gpus.get(node) if node else None
         facts = self.facts_for(node)
         if not wanted or facts is None or not facts.gpus or not all(w.startswith("GPU-") for w in wanted):
             # Slurm's gres indexes follow the device files or MIG slices, not nvidia-smi's order in the facts:
             # only UUIDs name a GPU for certain
             return None
-        by_name = {key: pci for pci, uuid, index in facts.gpus for key in (str(index), uuid)}
-        found = {by_name.get(name) for name in wanted}
+        by_uuid = {uuid: pci for pci, uuid, _ in facts.gpus}
+        found = {by_uuid.get(name) for name in wanted}
         return None if None in found else frozenset(pci for pci in found if pci)
 
     def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:

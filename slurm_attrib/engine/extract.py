@@ -592,7 +592,8 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
         return stamp  # a kernel line's own stamp (dmesg, syslog, journal): what follows it is the message
     fluent = _FLUENT_BIT.match(text) if text[:1] == "[" else None
     if fluent is not None and fluent.end() <= match_start:
-        # Fluent Bit's stdout output: the record's epoch is when it was read; its kmsg input names no writer
+        # Fluent Bit's stdout output: its kmsg input stamps the record with the boot time plus the kernel's own
+        # stamp (the event's time), and names no writer
         micros = int(fluent["epoch"]) * 1_000_000 + int((fluent["frac"] or "0")[:6].ljust(6, "0"))
         return ParsedStamp(time=from_epoch_micros(micros), message=stamp.message, fmt=EXPORT_RECORD, host=None,
                            uptime=None, assumptions=stamp.assumptions, tag=None)

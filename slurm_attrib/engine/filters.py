@@ -280,7 +280,7 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
         if not mine or sym.gpu in mine:
             continue
         _to_context(sym, f"GPU {sym.gpu} was not one of this job's GPUs on {sym.node} ({', '.join(sorted(mine))}, "
-                         "from the epilog's SLURM_JOB_GPUS): another job's or an idle one")
+                         "as the epilog recorded them): another job's or an idle one")
         count += 1
     return count
 
