@@ -23,6 +23,14 @@ def settled(state: str) -> bool:
     return state in TERMINAL_STATES or state in REQUEUED_STATES
 
 
+def settled_in_accounting(state: str) -> bool:
+    """Whether sacct's ``state`` says how the run ended. Its ``PENDING`` does not: the hooks fire at the
+    end of a run, and a job put back in the queue is held (and shown ``PENDING``) by the controller, so
+    sacct's ``PENDING`` is the row as submitted, before slurmdbd has the start and end (measured in CI:
+    a job that exited 0 was read as requeued and never finished). Its explicit ``REQUEUED`` forms count."""
+    return settled(state) and state != "PENDING"
+
+
 @dataclass(frozen=True)
 class JobInfo:
     job_id: str
@@ -137,7 +145,7 @@ def allocation(records: list[AcctRecord], job_id: str) -> Optional[AcctRecord]:
 def with_accounting(info: JobInfo, alloc: AcctRecord) -> JobInfo:
     """Fill from sacct's allocation row; its state counts when neither jobcomp nor scontrol gave one.
     sacct's exit codes are the reference when present."""
-    state, source = (info.state, info.state_source) if info.state or not settled(alloc.state) \
+    state, source = (info.state, info.state_source) if info.state or not settled_in_accounting(alloc.state) \
         else (alloc.state, "sacct")
     array_id, task = alloc.array_ids
     nodes = info.nodes if len(info.nodes) >= len(alloc.nodes) else alloc.nodes

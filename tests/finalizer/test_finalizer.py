@@ -213,6 +213,19 @@ def test_requeued_job_is_left_for_its_next_run(tmp_path: Path, engine: Engine) -
     assert result.outcome == "requeued" and not (tmp_path / "done" / "c_12_0.json").exists()
 
 
+def test_sacct_row_not_yet_started_is_not_a_requeue(tmp_path: Path, engine: Engine) -> None:
+    # seen in CI: a job that exited 0 ended while slurmdbd still held its submit-time row (PENDING, no
+    # start); the finalizer took sacct's PENDING for a requeue and the job never got its done marker
+    hooks.enqueue("epilog_slurmctld", _ctld_env("14", "node-01", "0:0"), str(tmp_path), T0.timestamp())
+    slurm = FakeSlurm(jobs={"14": _ctl("14", "COMPLETING", ("node-01",), exit_code="0:0")},
+                      acct={"14": [_acct("14", "PENDING", "0:0", ())]})
+    fin = _finalizer(tmp_path, engine, slurm, FakeStore())
+    assert fin.step(T0 + timedelta(seconds=1))[0].outcome == "waiting"
+    slurm.acct["14"] = [_acct("14", "COMPLETED", "0:0", ("node-01",))]
+    (result,) = fin.step(T0 + timedelta(seconds=3))
+    assert result.outcome == "success" and (tmp_path / "done" / "c_14_0.json").exists()
+
+
 def test_state_from_sacct_with_retries(tmp_path: Path, engine: Engine) -> None:
     hooks.enqueue("epilog_slurmctld", _ctld_env("13", "node-01", "0:0"), str(tmp_path), T0.timestamp())
     slurm = FakeSlurm()

@@ -67,7 +67,13 @@ def test_only_settled_states_count(state: str, ok: bool) -> None:
     ctl = ControllerJob(job_id="5", state=state, exit_code="0:0")
     assert jobinfo.with_controller(info, ctl).state == (state if ok else "")
     alloc = AcctRecord(job_id="5", job_id_raw="5", state=state)
-    assert jobinfo.with_accounting(info, alloc).state == (state if ok else "")
+    assert jobinfo.with_accounting(info, alloc).state == (state if ok and state != "PENDING" else "")
+
+
+@pytest.mark.parametrize("state", ["REQUEUED", "REQUEUE_HOLD"])
+def test_sacct_says_requeued_only_in_so_many_words(state: str) -> None:
+    info = jobinfo.JobInfo(job_id="5", cluster="c", restart_count=0)
+    assert jobinfo.with_accounting(info, AcctRecord(job_id="5", job_id_raw="5", state=state)).state == state
 
 
 def _entry(name: str, hook: str) -> QueueEntry:

@@ -208,3 +208,27 @@ def test_watch_slurm_once_discovers_a_failed_job_from_sacct(slurm_env: Env) -> N
     assert verdict["job"]["state"] == "FAILED" and verdict["job"]["exit_code"] == "3:0"
     states = {c["connector"]: c["state"] for c in verdict["coverage"]}
     assert states["files"] == "skipped" and states["loki"] == "skipped"
+
+
+def test_requeued_run_is_left_and_the_next_runs_failure_gets_the_verdict(slurm_env: Env) -> None:
+    """``scontrol requeue`` ends run 0 (the controller then holds the job PENDING): no verdict for it, and
+    the failure of run 1 is diagnosed under its own key."""
+    env = slurm_env
+    script = env.root / "requeue.sh"
+    script.write_text('#!/bin/sh\nif [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 300; fi\nexit 5\n')
+    job = env.cluster.sbatch("--requeue", "-w", "node-03", "-o", "/dev/null", str(script))
+    wait_for(lambda: env.cluster.run("squeue", "-h", "-j", job, "-o", "%T").stdout.strip() == "RUNNING", 30,
+             "job running")
+    env.cluster.run("scontrol", "requeue", job)
+    # a requeued job is held back (BeginTime two minutes on) once its Epilogs are done; let it start at once
+    wait_for(lambda: env.cluster.run("squeue", "-h", "-j", job, "-o", "%T").stdout.strip() == "PENDING", 60,
+             "the job back in the queue")
+    env.cluster.run("scontrol", "update", f"jobid={job}", "starttime=now")
+    env.cluster.wait_job_gone(job, timeout=120)
+    text = wait_comment(env, job, 60)
+    assert "st=" in text
+    # the requeued run leaves no done marker (its EpilogSlurmctld already carries restart count 1), the
+    # failed run does
+    assert [p.name for p in env.spool.joinpath("done").glob(f"*_{job}_*.json")] == [f"attrib_{job}_1.json"]
+    row = stored(env, job)[0]
+    assert json.loads(row["json"])["job"]["exit_code"] == "5:0"
