@@ -138,17 +138,20 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
 
 # slurmstepd's words that it ended a job ('*** JOB 3884617 ON node023 CANCELLED AT ... ***'): in an output file
 # opened for appending (--open-mode=append, a fixed --output name), they close an earlier job's output
-_JOB_ENDING_KINDS = frozenset({"slurm_time_limit", "slurm_cancelled", "slurm_preempted"})
+_JOB_ENDING_KINDS = frozenset({"slurm_time_limit", "slurm_cancelled", "slurm_preempted", "slurm_requeued",
+                               "srun_node_failure"})
 
 
 @rule("filter.other_jobs_output")
 def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
     """An application log holding slurmstepd's end-of-job line of ANOTHER job: what the file holds up to that
     line is that job's output (a file appended to), not this job's. Only where the job's id is Slurm's plain
-    number (an array task's or a het job's own id is not in job.yaml)."""
+    number (an array task's or a het job's own id is not in job.yaml). The job can print such a line itself:
+    one behind a task's prefix (srun --label, torchrun, MPI) is a task's output, not slurmstepd's, and a cut
+    with a line above it stamped inside this job's window would drop the job's own lines: neither cuts."""
     job = ctx.job
-    if not job.job_id.isdecimal() or job.array_job_id or job.array_task_id or ctx.window_source != "job" \
-            or ctx.window_start is None:
+    if not job.job_id.isdecimal() or job.array_job_id or job.array_task_id or ctx.window_start is None \
+            or ctx.window_source != "job":
         return 0
     before = ctx.window_start - ctx.tolerance(ctx.settings.window_before_s)
     ends: dict[str, tuple[int, str]] = {}
@@ -156,11 +159,16 @@ def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
         other = str(sym.fields.get("job", "")).split(".", 1)[0]
         if sym.kind not in _JOB_ENDING_KINDS or not other.isdecimal() or other == job.job_id or not sym.evidence \
                 or sym.evidence[0].source != SOURCE_APP or sym.time is None or sym.fields.get("time_inferred") \
-                or sym.time >= before:
-            continue  # only another job that ended before this one started, by its own stamp
+                or sym.time >= before or split_rank(sym.evidence[0].raw)[0] is not None:
+            continue  # only another job that ended before this one started, by its own stamp, in slurmstepd's words
         line = sym.evidence[0].line
         if line is not None and line > ends.get(sym.evidence[0].file, (0, ""))[0]:
             ends[sym.evidence[0].file] = (line, other)
+    for bf in ctx.bundle.files:  # a line of this job's own, stamped inside its window, above the cut: no cut there
+        if bf.rel in ends and (own := _stamped_inside(ctx, bf, ends[bf.rel][0])) is not None:
+            ctx.notes.append(f"{bf.rel}: line {ends[bf.rel][0]} names job {ends[bf.rel][1]} as ended before this "
+                             f"job, but {own} above it: not cut there")
+            del ends[bf.rel]
     count = 0
     for sym in ctx.active():
         ref = sym.evidence[0] if sym.evidence else None
@@ -174,6 +182,46 @@ def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
         ctx.notes.append("; ".join(f"{rel}: lines up to {last} are job {other}'s output (the file was appended to)"
                                    for rel, (last, other) in sorted(ends.items())))
     return count
+
+
+_CLOCK = re.compile(rb"\d:\d\d:\d\d|\d{10}")  # a time of day or an epoch: worth parsing for a stamp
+OWN_LINES_READ_BYTES = 64 << 20  # above a cut line further in than this, the file is not cut
+
+
+def _stamped_inside(ctx: EngineContext, bf: Any, last: int) -> Optional[str]:
+    """Why the lines of ``bf`` before line ``last`` may not be another job's: one of them stamped inside this
+    job's window (named), the file too long to read up to it, or unreadable; None when all are outside."""
+    if bf.path.suffix == ".gz":
+        return None
+    timectx = time_context(ctx, bf.node)
+    zone = ctx.app_zones.get(bf.rel)
+    if zone:
+        timectx = replace(timectx, zone=zone_from_name(zone))
+    try:
+        handle = open_regular(bf.path)
+    except OSError:
+        return "the file could not be read"
+    read, lineno, head = 0, 1, True
+    with handle:
+        while lineno < last:
+            raw = handle.readline(64 << 10)  # a piece of a longer line is read on, only its head is parsed
+            if not raw:
+                return None
+            read += len(raw)
+            if read > OWN_LINES_READ_BYTES:
+                return f"more than {OWN_LINES_READ_BYTES >> 20} MiB of lines"
+            at_head, head = head, raw.endswith(b"\n")
+            if head:
+                lineno += 1
+            if not at_head or not _CLOCK.search(raw, 0, 4096):
+                continue
+            text = split_rank(decode(raw[:4096]))[1]
+            when = parse_line_time(text, timectx).time
+            if when is None and (shipped := shipped_stamp(text)):
+                when = parse_line_time(shipped, timectx).time
+            if when is not None and ctx.in_window(when):
+                return f"line {lineno - head} is stamped inside this job ({format_utc(when)})"
+    return None
 
 
 def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -> bool:
