@@ -23,7 +23,8 @@ from .timeinfer import latest_time
 @rule("refine.gpu_identity")
 def gpu_identity(ctx: EngineContext, rule_: Rule) -> int:
     """Attach the GPU UUID to symptoms that name a PCI address (from the driver's UUID line or
-    the node facts) and the PCI address to app symptoms that name a CUDA device index."""
+    the node facts) and the PCI address to app symptoms that name a CUDA device index, where the index
+    can name only one GPU."""
     uuids: dict[tuple[Optional[str], str], str] = {}
     for sym in ctx.symptoms:
         if sym.kind == "gpu_uuid" and sym.gpu:
@@ -32,14 +33,28 @@ def gpu_identity(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         facts = ctx.bundle.facts_for(sym.node)
         if sym.gpu is None and facts and isinstance(sym.fields.get("cuda_dev"), str):
-            index = int(str(sym.fields["cuda_dev"])) if str(sym.fields["cuda_dev"]).isdigit() else -1
-            sym.gpu = next((pci for pci, _, idx in facts.gpus if idx == index), None)
+            sym.gpu = _only_gpu(ctx, sym.node, str(sym.fields["cuda_dev"]))
         if sym.gpu and sym.kind != "gpu_uuid" and "uuid" not in sym.fields:
             uuid = uuids.get((sym.node, sym.gpu)) or (facts.uuid_for(sym.gpu) if facts else None)
             if uuid:
                 sym.fields["uuid"] = uuid
                 count += 1
     return count
+
+
+def _only_gpu(ctx: EngineContext, node: Optional[str], cuda_dev: str) -> Optional[str]:
+    """The PCI address CUDA device ``cuda_dev`` (NCCL's '[1]') must be on ``node``, or None. The index is
+    the process's own numbering: CUDA counts only the devices CUDA_VISIBLE_DEVICES leaves it, in its own
+    order (fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID), and Slurm's binding (--gpus-per-task,
+    --gpu-bind) gives every task its own set: device 1 is not the node's GPU 1. Only device 0 where the
+    job had one GPU on the node, or the node has one, names a GPU for certain."""
+    if cuda_dev != "0":
+        return None
+    allocated = ctx.bundle.allocated_gpus(node)
+    if allocated is not None:
+        return next(iter(allocated)) if len(allocated) == 1 else None
+    facts = ctx.bundle.facts_for(node)
+    return facts.gpus[0][0] if facts is not None and len(facts.gpus) == 1 else None
 
 
 @rule("refine.xid_chain")
