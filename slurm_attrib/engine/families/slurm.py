@@ -21,6 +21,7 @@ from ..registry import decoder, rule
 # accounting frequency, its number of steps.
 _JOB_REASONS = re.compile(r"No such file or directory|Permission denied|Exec format error|Not a directory|"
                           r"Invalid (?:user|group) id|Invalid job id|Unable to satisfy cpu bind request|"
+                          r"CPU binding outside of job step allocation|"
                           r"Invalid accounting frequency|"
                           r"Too many job steps on node|Invalid user for job", re.IGNORECASE)
 # Slurm could not lay the tasks out on the node's CPUs ("this should never happen" beside it): the job's
@@ -209,10 +210,20 @@ def decode_death_signal(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     return True
 
 
+# SPANK callbacks slurmstepd / slurmd call once the tasks are gone (spank.c's step_fn_t order)
+_AFTER_TASKS_CALLBACKS = frozenset({"task_exit", "job_epilog", "exit", "slurmd_exit"})
+
+
 @decoder("slurm_spank")
 def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A SPANK failure is the node's container setup unless the plugin's lines just before it say the
-    job's image could not be had; the plugin's own explanation is kept as the symptom's detail."""
+    job's image could not be had; the plugin's own explanation is kept as the symptom's detail. A callback
+    that runs once the tasks have ended (the job's epilog, the step's exit) failed after the job: context."""
+    if str(sym.fields.get("callback", "")).removeprefix("slurm_spank_") in _AFTER_TASKS_CALLBACKS:
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("this SPANK callback runs after the job's tasks ended: it may drain the node, it did not "
+                         "end the job")
+        return True
     for previous in line.preceding(30):
         mount = _ENROOT_MOUNT.search(previous)
         if mount is not None:
