@@ -186,7 +186,11 @@ def _load_numpy() -> None:
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 and NUL become U+FFFD, CR is dropped. A line too long for the
     rules that a progress bar redrew with carriage returns is read from its last one: what a terminal shows
-    (the error printed after a minute of tqdm frames is at the end, past what the rules would see)."""
+    (the error printed after a minute of tqdm frames is at the end, past what the rules would see). NULs that
+    open a line are dropped: a log file's blocks the file system zero-filled after a crash, before the first
+    line written after the reboot, are no part of that line (and would hide its stamp)."""
+    if raw[:1] == b"\x00":
+        raw = raw.lstrip(b"\x00")
     if len(raw) > MAX_TEXT_CHARS:
         redrawn = raw.rstrip(b"\r").rfind(b"\r")
         if redrawn >= 0:

@@ -218,3 +218,10 @@ def test_a_long_line_redrawn_with_carriage_returns_is_read_from_its_last_one() -
     error = b"RuntimeError: CUDA error: uncorrectable ECC error encountered"
     assert len(frames) > MAX_TEXT_CHARS and decode(frames + b"\r" + error + b"\r") == error.decode()
     assert decode(b"\r 1%|1/100\r" + error) == "\r 1%|1/100\r" + error.decode()
+
+
+def test_nuls_that_open_a_line_are_dropped_so_its_stamp_reads() -> None:
+    # a syslog file's zero-filled blocks after a crash run into the first line written after the reboot
+    line = b"\x00" * 512 + b"2025-03-01T10:02:31.774512+00:00 gpu-a04 kernel: NVRM: Xid (PCI:0000:3b:00): 79"
+    assert decode(line).startswith("2025-03-01T10:02:31.774512+00:00 gpu-a04 kernel:")
+    assert decode(b"a\x00b") == "a\ufffdb"  # inside a line a NUL stays visible
