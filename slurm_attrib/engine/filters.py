@@ -427,6 +427,21 @@ def node_not_in_job(ctx: EngineContext, rule_: Rule) -> int:
     return sum(dropped.values())
 
 
+@rule("filter.task_printed_slurm_lines")
+def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
+    """A Slurm daemon's line (``params.kinds``) behind a task's prefix is a task's output: set aside."""
+    kinds = set(str_list(rule_, "kinds"))
+    count = 0
+    for sym in ctx.active():
+        ref = sym.evidence[0] if sym.evidence else None
+        if sym.kind not in kinds or ref is None or ref.source != SOURCE_APP or split_rank(ref.raw)[0] is None:
+            continue
+        sym.dropped = ("a task printed these words (the line carries a task's prefix): Slurm writes its own lines "
+                       "without one, so they name no node")
+        count += 1
+    return count
+
+
 @rule("filter.oom_of_other_job")
 def oom_of_other_job(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
