@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..bundle import BundleFile
 from ..model import SOURCE_APP, Symptom, connector_of
 from ..ruleset import Rule
 from ..safeio import open_regular
@@ -188,9 +189,10 @@ _CLOCK = re.compile(rb"\d:\d\d:\d\d|\d{10}")  # a time of day or an epoch: worth
 OWN_LINES_READ_BYTES = 64 << 20  # above a cut line further in than this, the file is not cut
 
 
-def _stamped_inside(ctx: EngineContext, bf: Any, last: int) -> Optional[str]:
+def _stamped_inside(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]:
     """Why the lines of ``bf`` before line ``last`` may not be another job's: one of them stamped inside this
-    job's window (named), the file too long to read up to it, or unreadable; None when all are outside."""
+    job's window (named), the file too long to read up to it, or unreadable; None when all are outside (and
+    for a compressed file, which is not read twice)."""
     if bf.path.suffix == ".gz":
         return None
     timectx = time_context(ctx, bf.node)
@@ -201,7 +203,7 @@ def _stamped_inside(ctx: EngineContext, bf: Any, last: int) -> Optional[str]:
         handle = open_regular(bf.path)
     except OSError:
         return "the file could not be read"
-    read, lineno, head = 0, 1, True
+    read, lineno, at_head = 0, 1, True
     with handle:
         while lineno < last:
             raw = handle.readline(64 << 10)  # a piece of a longer line is read on, only its head is parsed
@@ -210,17 +212,17 @@ def _stamped_inside(ctx: EngineContext, bf: Any, last: int) -> Optional[str]:
             read += len(raw)
             if read > OWN_LINES_READ_BYTES:
                 return f"more than {OWN_LINES_READ_BYTES >> 20} MiB of lines"
-            at_head, head = head, raw.endswith(b"\n")
-            if head:
-                lineno += 1
-            if not at_head or not _CLOCK.search(raw, 0, 4096):
+            this_line, head, at_head = lineno, at_head, raw.endswith(b"\n")
+            if at_head:
+                lineno += 1  # the next piece opens the next line
+            if not head or not _CLOCK.search(raw, 0, 4096):
                 continue
             text = split_rank(decode(raw[:4096]))[1]
             when = parse_line_time(text, timectx).time
             if when is None and (shipped := shipped_stamp(text)):
                 when = parse_line_time(shipped, timectx).time
             if when is not None and ctx.in_window(when):
-                return f"line {lineno - head} is stamped inside this job ({format_utc(when)})"
+                return f"line {this_line} is stamped inside this job ({format_utc(when)})"
     return None
 
 
