@@ -73,3 +73,11 @@ def seconds(rule_: Rule, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise RuleError(f"{rule_.where}: params.{key} must be a non-negative number of seconds")
     return float(value)
+
+
+def integer(rule_: Rule, key: str) -> int:
+    """``params.<key>``, a non-negative whole number (a strength, a count)."""
+    value = _required(rule_, key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RuleError(f"{rule_.where}: params.{key} must be a non-negative whole number")
+    return value

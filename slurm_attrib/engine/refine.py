@@ -15,7 +15,7 @@ from ..model import SOURCE_APP, Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
-from .params import int_list, seconds, str_list
+from .params import int_list, integer, seconds, str_list
 from .registry import rule
 from .timeinfer import latest_time
 
@@ -55,6 +55,42 @@ def _only_gpu(ctx: EngineContext, node: Optional[str], cuda_dev: str) -> Optiona
         return next(iter(allocated)) if len(allocated) == 1 else None
     facts = ctx.bundle.facts_for(node)
     return facts.gpus[0][0] if facts is not None and len(facts.gpus) == 1 else None
+
+
+@rule("refine.watchdog_desync")
+def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
+    """Watchdog timeouts of one process group's collective N that disagree on the operation or its size:
+    the ranks called different collectives (the workload's), see the rule's description."""
+    groups: dict[tuple[str, str], list[Symptom]] = {}
+    for sym in ctx.active():
+        if sym.kind == "watchdog_timeout" and sym.fields.get("seq") is not None and sym.fields.get("op"):
+            groups.setdefault((str(sym.fields.get("pg", "")), str(sym.fields["seq"])), []).append(sym)
+    end = ctx.job.end or ctx.window_end
+    outlived = timedelta(seconds=seconds(rule_, "max_before_end_s"))
+    strength = integer(rule_, "strength")
+    count = 0
+    for (pg, seq), found in sorted(groups.items()):
+        latest = max((t for s in found if (t := latest_time(s)) is not None), default=None)
+        if end is not None and latest is not None and end - latest > outlived:
+            continue  # an earlier step's stall the job went on after: not what ended it
+        views = {(str(s.fields["op"]), str(s.fields.get("numel_in", ""))) for s in found}
+        ops = {op for op, _ in views}
+        sizes = {size for _, size in views if size}
+        if len(ops) < 2 and len(sizes) < 2:
+            continue
+        first, *rest = sorted(found, key=Symptom.sort_key)
+        seen = ", ".join(f"{op}" + (f" of {size} elements" if size else "") for op, size in sorted(views))
+        first.role, first.category, first.responsible = "candidate", "application", "workload"
+        first.strength = strength
+        first.summary = (f"ranks timed out on collective {seq}" + (f" of process group {pg}" if pg else "")
+                         + f" but called different collectives ({seen}): the ranks went out of step")
+        first.actions = ("find the code path some ranks took that the others did not (a condition on the rank "
+                         "or on the data, a shape that depends on the batch); TORCH_DISTRIBUTED_DEBUG=DETAIL "
+                         "names the first difference",)
+        for sym in rest:
+            sym.supports = first.id
+        count += len(found)
+    return count
 
 
 @rule("refine.xid_chain")
