@@ -311,6 +311,9 @@ _PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|cl
 _NO_INTERFACE = re.compile(r"(?i)no (?:usable listening |socket )?interface|no device found|No interface found in the "
                            r"same subnet|Invalid NCCL_COMM_ID|No valid .*pair found|getting address info|"
                            r"neither AF_INET")
+# torchelastic's C10dRendezvousBackend._call_store: any store call that raised while the rendezvous was being
+# joined (the inner exception is often not printed)
+_STORE_UNREACHABLE = re.compile(r"RendezvousConnectionError: The connection to the C10d store has failed")
 _CONNECT_DEADLINE = re.compile(r"(?i)has timed out after .* while trying to connect|Timed out after \d+ seconds "
                                r"waiting for clients|wait timeout after")
 _CONNECT_TIMED_OUT = re.compile(r"(?i)(?:failed to connect to|connect to|Connect to)\b.*(?:Connection timed out|"
@@ -331,6 +334,11 @@ def socket_verdict(text: str) -> Verdict:
     if _NO_INTERFACE.search(text):
         return Verdict("candidate", "unknown", 45, "no usable network interface or address: NCCL_SOCKET_IFNAME / "
                        "NCCL_COMM_ID configuration")
+    if _STORE_UNREACHABLE.search(text):
+        return Verdict("candidate", "unknown", 30, "the rendezvous store could not be reached at all (torchelastic's "
+                       "'The connection to the C10d store has failed'): its host's address or port is not "
+                       "reachable from here (MASTER_ADDR, a firewall, ports a container or cluster does not "
+                       "expose), or the store's host was gone before the job began")
     if _CONNECT_DEADLINE.search(text):
         return Verdict("cascade", meaning="the rendezvous host never answered within the deadline: it died, "
                        "stalled or was never started")
