@@ -148,8 +148,9 @@ def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
     """An application log holding slurmstepd's end-of-job line of ANOTHER job: what the file holds up to that
     line is that job's output (a file appended to), not this job's. Only where the job's id is Slurm's plain
     number (an array task's or a het job's own id is not in job.yaml). The job can print such a line itself:
-    one behind a task's prefix (srun --label, torchrun, MPI) is a task's output, not slurmstepd's, and a cut
-    with a line above it stamped inside this job's window would drop the job's own lines: neither cuts."""
+    one behind a task's prefix (srun --label, torchrun, MPI) is a task's output, not slurmstepd's; a cut with a
+    line above it stamped inside this job's window, or with nothing after it, would drop the job's own lines:
+    none of them cuts."""
     job = ctx.job
     if not job.job_id.isdecimal() or job.array_job_id or job.array_task_id or ctx.window_start is None \
             or ctx.window_source != "job":
@@ -165,10 +166,10 @@ def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
         line = sym.evidence[0].line
         if line is not None and line > ends.get(sym.evidence[0].file, (0, ""))[0]:
             ends[sym.evidence[0].file] = (line, other)
-    for bf in ctx.bundle.files:  # a line of this job's own, stamped inside its window, above the cut: no cut there
-        if bf.rel in ends and (own := _stamped_inside(ctx, bf, ends[bf.rel][0])) is not None:
+    for bf in ctx.bundle.files:  # lines the job printed itself around the end line: no cut there
+        if bf.rel in ends and (why := _cut_refused(ctx, bf, ends[bf.rel][0])) is not None:
             ctx.notes.append(f"{bf.rel}: line {ends[bf.rel][0]} names job {ends[bf.rel][1]} as ended before this "
-                             f"job, but {own} above it: not cut there")
+                             f"job, but {why}: not cut there")
             del ends[bf.rel]
     count = 0
     for sym in ctx.active():
@@ -189,10 +190,11 @@ _CLOCK = re.compile(rb"\d:\d\d:\d\d|\d{10}")  # a time of day or an epoch: worth
 OWN_LINES_READ_BYTES = 64 << 20  # above a cut line further in than this, the file is not cut
 
 
-def _stamped_inside(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]:
-    """Why the lines of ``bf`` before line ``last`` may not be another job's: one of them stamped inside this
-    job's window (named), the file too long to read up to it, or unreadable; None when all are outside (and
-    for a compressed file, which is not read twice)."""
+def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]:
+    """Why ``bf`` may not be cut after line ``last`` (another job's end line): a line before it stamped inside
+    this job's window (named), no line after it (a file appended to holds this job's output after the earlier
+    job's end: one that ends with the line is the job's own output, which printed it), the file too long to
+    read, or unreadable; None when the cut stands (and for a compressed file, which is not read twice)."""
     if bf.path.suffix == ".gz":
         return None
     timectx = time_context(ctx, bf.node)
@@ -205,25 +207,28 @@ def _stamped_inside(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[s
         return "the file could not be read"
     read, lineno, at_head = 0, 1, True
     with handle:
-        while lineno < last:
+        while True:
             raw = handle.readline(64 << 10)  # a piece of a longer line is read on, only its head is parsed
             if not raw:
-                return None
+                return "no line follows it"
             read += len(raw)
             if read > OWN_LINES_READ_BYTES:
                 return f"more than {OWN_LINES_READ_BYTES >> 20} MiB of lines"
             this_line, head, at_head = lineno, at_head, raw.endswith(b"\n")
             if at_head:
                 lineno += 1  # the next piece opens the next line
-            if not head or not _CLOCK.search(raw, 0, 4096):
+            if this_line > last:
+                if raw.strip(b" \t\r\n\x00"):
+                    return None  # this job's output follows the earlier job's end
+                continue
+            if this_line == last or not head or not _CLOCK.search(raw, 0, 4096):
                 continue
             text = split_rank(decode(raw[:4096]))[1]
             when = parse_line_time(text, timectx).time
             if when is None and (shipped := shipped_stamp(text)):
                 when = parse_line_time(shipped, timectx).time
             if when is not None and ctx.in_window(when):
-                return f"line {this_line} is stamped inside this job ({format_utc(when)})"
-    return None
+                return f"line {this_line} above it is stamped inside this job ({format_utc(when)})"
 
 
 def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -> bool:
@@ -431,17 +436,29 @@ def node_not_in_job(ctx: EngineContext, rule_: Rule) -> int:
 
 @rule("filter.task_printed_slurm_lines")
 def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
-    """A Slurm daemon's line (``params.kinds``) behind a task's prefix is a task's output: set aside."""
+    """A Slurm daemon's line (``params.kinds``) that a program wrote: set aside (see the rule's description)."""
     kinds = set(str_list(rule_, "kinds"))
     count = 0
     for sym in ctx.active():
         ref = sym.evidence[0] if sym.evidence else None
-        if sym.kind not in kinds or ref is None or ref.source != SOURCE_APP or split_rank(ref.raw)[0] is None:
+        if sym.kind not in kinds or ref is None or ref.source != SOURCE_APP:
             continue
-        sym.dropped = ("a task printed these words (the line carries a task's prefix): Slurm writes its own lines "
-                       "without one, so they name no node")
-        count += 1
+        why = _program_written(ref.raw)
+        if why:
+            sym.dropped = (f"a program printed these words ({why}): Slurm writes its own plain lines, so they name "
+                           "no node")
+            count += 1
     return count
+
+
+def _program_written(raw: str) -> str:
+    """Why a line in Slurm's words was written by a program rather than srun or a Slurm daemon, or ""."""
+    stream, rest = split_rank(raw)
+    if stream is not None:
+        return "the line carries a task's prefix"
+    if rest.lstrip()[:1] == "{":
+        return "the words sit inside a program's log record"
+    return ""
 
 
 @rule("filter.oom_of_other_job")

@@ -250,6 +250,14 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
     return True
 
 
+@decoder("slurm_this_jobs_row")
+def decode_this_jobs_row(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A squeue row (its JOBID first) counts only for this job or its array: another job's row is not this
+    job's state."""
+    named = str(sym.fields.get("job", ""))
+    return not named or named in (ctx.job.job_id.split("_")[0], ctx.job.array_job_id)
+
+
 @rule("scheduler.job_state")
 def job_state(ctx: EngineContext, rule_: Rule) -> int:
     """The job's final state and exit codes from job.yaml / sacct, as a symptom with its evidence."""
