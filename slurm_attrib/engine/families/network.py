@@ -360,6 +360,17 @@ def decode_verbs_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     return True
 
 
+@decoder("net_ofi_no_provider")
+def decode_ofi_no_provider(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """libfabric's shared-memory provider that could not be created: most often a container's /dev/shm too small
+    for it (host memory, the job's container setup), a little stronger than 'no provider' on its own."""
+    if sym.fields.get("shm"):
+        sym.category, sym.responsible, sym.strength = "host_oom", "workload", 40
+        sym.notes.append("libfabric's shm provider needs room in /dev/shm: a container started with a small "
+                         "--shm-size (64 MB by default) cannot create it")
+    return True
+
+
 @decoder("net_socket_error")
 def decode_socket(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     _apply(sym, socket_verdict(extra["text"]))
