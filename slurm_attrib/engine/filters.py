@@ -439,31 +439,40 @@ def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
     """A Slurm daemon's line (``params.kinds``) that a program wrote: set aside (see the rule's description)."""
     kinds = set(str_list(rule_, "kinds"))
     paths = {bf.rel: bf.path for bf in ctx.bundle.files}
-    count = 0
+    found: dict[str, list[Symptom]] = {}
     for sym in ctx.active():
         ref = sym.evidence[0] if sym.evidence else None
-        if sym.kind not in kinds or ref is None or ref.source != SOURCE_APP:
-            continue
-        why = _program_written(ref.raw) or _coloured(paths.get(ref.file), ref.offset)
-        if why:
-            sym.dropped = (f"a program printed these words ({why}): Slurm writes its own plain lines, so they name "
-                           "no node")
-            count += 1
+        if sym.kind in kinds and ref is not None and ref.source == SOURCE_APP:
+            found.setdefault(ref.file, []).append(sym)
+    count = 0
+    for rel, symptoms in sorted(found.items()):
+        heads = _line_heads(paths.get(rel), [s.evidence[0].offset for s in symptoms])
+        for sym in symptoms:
+            why = _program_written(sym.evidence[0].raw) or (
+                "the line is coloured" if b"\x1b[" in heads.get(sym.evidence[0].offset, b"") else "")
+            if why:
+                sym.dropped = (f"a program printed these words ({why}): Slurm writes its own plain lines, so they "
+                               "name no node")
+                count += 1
     return count
 
 
-def _coloured(path: Optional[Path], offset: int) -> str:
-    """"the line is coloured" when the file's own bytes of the line at ``offset`` hold a terminal escape (the scan
-    cut them from the text the rules read; srun and the Slurm daemons never colour), else ""."""
-    if path is None or path.suffix == ".gz" or offset < 0:
-        return ""
+def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
+    """The file's own first bytes (up to 4 KiB) of the lines at ``offsets``: what the scan read before it cut
+    terminal escapes from the text (srun and the Slurm daemons never colour). Nothing for a compressed or
+    unreadable file."""
+    if path is None or path.suffix == ".gz":
+        return {}
+    heads: dict[int, bytes] = {}
     try:
         with open_regular(path) as handle:
-            handle.seek(offset)
-            head = handle.read(4096).split(b"\n", 1)[0]
+            for offset in sorted(set(offsets)):
+                if offset >= 0:
+                    handle.seek(offset)
+                    heads[offset] = handle.read(4096).split(b"\n", 1)[0]
     except OSError:
-        return ""
-    return "the line is coloured" if b"\x1b[" in head else ""
+        return heads
+    return heads
 
 
 def _program_written(raw: str) -> str:
