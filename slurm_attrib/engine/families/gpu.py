@@ -78,6 +78,13 @@ GPU_OOM = Verdict("candidate", "gpu_oom", "workload", 60)
 DEVICE_ASSERT = Verdict("candidate", "application", "workload", 55)
 KERNEL_BUG = Verdict("candidate", "application", "workload", 45)
 ENVIRONMENT = Verdict("candidate", "application", "workload", 40)
+# An illegal instruction (715) is a compiler's or a hand-written kernel's bug as often as a GPU's fault: threads
+# that saw it at random on identical runs ended with a board swap, a lower power limit or a library change
+# alike, and the kernel's Xid 13/31 beside it is what tells. Alone, both readings, no node named.
+ILLEGAL_INSTRUCTION = Verdict("candidate", "unknown", "unknown", 40,
+                              "an illegal instruction on the GPU: a compiler or kernel bug, or a failing GPU; the "
+                              "node's kernel log (Xid 13/31) and the same run elsewhere tell",
+                              readings=("gpu_hardware", "application"))
 # A candidate only until refine.gpu_indeterminate_cuda_error: a hardware fault may claim it first
 INDETERMINATE = Verdict("candidate", "unknown", "unknown", 30,
                         "a GPU fault or a kernel bug: only a kernel log (Xid 13/31/43/79) or a GPU diagnostic tells")
@@ -122,7 +129,7 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorLaunchOutOfResources", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", (701,),
               "too many resources requested for launch", KERNEL_BUG),
     CudaError("cudaErrorIllegalInstruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION", (715,), "illegal instruction",
-              KERNEL_BUG),
+              ILLEGAL_INSTRUCTION),
     CudaError("cudaErrorMisalignedAddress", "CUDA_ERROR_MISALIGNED_ADDRESS", (716,), "misaligned address", KERNEL_BUG),
     CudaError("cudaErrorInvalidAddressSpace", "CUDA_ERROR_INVALID_ADDRESS_SPACE", (717,),
               "operation not supported on global/shared address space", KERNEL_BUG),
