@@ -212,6 +212,8 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     candidate (``fields.traceback_seen: false``)."""
     stream = stream_key(extra.get("stream"))
     exception = str(sym.fields.get("exception", "")).rsplit(".", 1)[-1]
+    if _device_error_follows(line, extra):
+        return False  # XLA's 'JaxRuntimeError: INTERNAL: ...:' wraps the CUDA error its next lines name
     if exception == "TimeoutError" and any(_WORKER_WAIT.search(text) for text in line.preceding(8)):
         return False  # vLLM's engine gave up waiting on a worker that hung: a hang, whoever's; not the code's
 
@@ -244,6 +246,27 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     sym.fields["traceback_seen"] = False
     sym.strength = min(sym.strength, 40)
     return True
+
+
+# A CUDA / HIP error by its runtime or driver name ('CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access ...'),
+# read by app.gpu_cuda_error_name
+_DEVICE_ERROR_NAME = re.compile(r"\bCUDA_ERROR_[A-Z_]{3,60}\b|\bcudaError[A-Z]\w{2,60}|\bhipError[A-Z]\w{2,60}")
+
+
+def _device_error_follows(line: Line, extra: dict[str, Any]) -> bool:
+    """Whether the matched text ends in a colon and one of the next two lines of its stream names a CUDA/HIP
+    error: XLA and other runtimes put the error under their own words ('CUDA error: Could not synchronize CUDA
+    stream:' / '  CUDA_ERROR_ILLEGAL_INSTRUCTION: an illegal instruction was encountered'), and the error is
+    what decides."""
+    text = str(extra.get("text", "")).rstrip()
+    if not text.endswith(":") or _DEVICE_ERROR_NAME.search(text):
+        return False
+    stream = stream_key(extra.get("stream"))
+    for following in line.following(2):
+        prefix, rest = split_rank(following)
+        if stream_key(prefix) == stream and _DEVICE_ERROR_NAME.search(rest):
+            return True
+    return False
 
 
 def _opens_traceback(text: str) -> bool:
@@ -414,6 +437,8 @@ def decode_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     memory exhaustion, the workload's own kernel bug, or undecided (refine.gpu_indeterminate_cuda_error)."""
     from .families import gpu as gpu_family
 
+    if _device_error_follows(line, extra):
+        return False  # a wrapper's words ('Could not synchronize CUDA stream:'): the error itself is read below
     if not gpu_family.classify_line(sym, extra["text"]):
         nvml = gpu_family.nvml_verdict(extra["text"])
         gpu_family.apply_verdict(sym, nvml or gpu_family.ENVIRONMENT)
