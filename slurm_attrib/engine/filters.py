@@ -436,13 +436,17 @@ def node_not_in_job(ctx: EngineContext, rule_: Rule) -> int:
 
 @rule("filter.task_printed_slurm_lines")
 def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
-    """A Slurm daemon's line (``params.kinds``) that a program wrote: set aside (see the rule's description)."""
+    """A Slurm daemon's line (``params.kinds``) naming a node that a program wrote: set aside (see the rule's
+    description)."""
     kinds = set(str_list(rule_, "kinds"))
     paths = {bf.rel: bf.path for bf in ctx.bundle.files}
     found: dict[str, list[Symptom]] = {}
     for sym in ctx.active():
         ref = sym.evidence[0] if sym.evidence else None
-        if sym.kind in kinds and ref is not None and ref.source == SOURCE_APP:
+        if sym.kind in kinds and ref is not None and ref.source == SOURCE_APP \
+                and (sym.fields.get("host") or sym.responsible == "infrastructure"):
+            # only a line that would blame a node (it names one, or its file's): slurmstepd's own lines reach the
+            # output through the task's stream (srun --label puts '600: ' before them) and blame none
             found.setdefault(ref.file, []).append(sym)
     count = 0
     for rel, symptoms in sorted(found.items()):

@@ -7,6 +7,7 @@ Stages run in order: ``correlate`` (join facts: GPU identities, Xid chains, peer
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Optional
@@ -57,19 +58,29 @@ def _only_gpu(ctx: EngineContext, node: Optional[str], cuda_dev: str) -> Optiona
     return facts.gpus[0][0] if facts is not None and len(facts.gpus) == 1 else None
 
 
+# the process group a watchdog line names anywhere ('[PG ID 1 PG GUID 1 Rank 4] Process group watchdog thread
+# terminated with exception: [Rank 4] Watchdog caught ...', '[PG 5 Rank 0]'), and the work's own timeout
+_PG_NAMED = re.compile(r"\[PG (?:ID )?(\d{1,6})\b")
+_TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d{1,12})")
+
+
 @rule("refine.watchdog_desync")
 def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
     """Watchdog timeouts of one process group's collective N that disagree on the operation or its size:
     the ranks called different collectives (the workload's), see the rule's description."""
-    groups: dict[tuple[str, str], list[Symptom]] = {}
+    groups: dict[tuple[str, str, str, tuple[str, ...]], list[Symptom]] = {}
     for sym in ctx.active():
         if sym.kind == "watchdog_timeout" and sym.fields.get("seq") is not None and sym.fields.get("op"):
-            groups.setdefault((str(sym.fields.get("pg", "")), str(sym.fields["seq"])), []).append(sym)
+            raw = sym.evidence[0].raw if sym.evidence else ""
+            pg = str(sym.fields.get("pg") or next(iter(_PG_NAMED.findall(raw)), ""))
+            timeout = next(iter(_TIMEOUT_MS.findall(raw)), "")
+            steps = tuple(step.id for step in ctx.job.steps if sym.node in step.nodes)
+            groups.setdefault((pg, str(sym.fields["seq"]), timeout, steps), []).append(sym)
     end = ctx.job.end or ctx.window_end
     outlived = timedelta(seconds=seconds(rule_, "max_before_end_s"))
     strength = integer(rule_, "strength")
     count = 0
-    for (pg, seq), found in sorted(groups.items()):
+    for (pg, seq, _, _), found in sorted(groups.items()):
         latest = max((t for s in found if (t := latest_time(s)) is not None), default=None)
         if end is not None and latest is not None and end - latest > outlived:
             continue  # an earlier step's stall the job went on after: not what ended it
