@@ -88,6 +88,13 @@ ILLEGAL_INSTRUCTION = Verdict("candidate", "unknown", "unknown", 40,
 # A candidate only until refine.gpu_indeterminate_cuda_error: a hardware fault may claim it first
 INDETERMINATE = Verdict("candidate", "unknown", "unknown", 30,
                         "a GPU fault or a kernel bug: only a kernel log (Xid 13/31/43/79) or a GPU diagnostic tells")
+# A kernel the GPU's watchdog stopped (702): most often a display on the compute GPU (an X server: its watchdog
+# ends kernels that run for seconds; deviceQuery 'Run time limit on kernels: Yes', nvidia-smi 'Disp.A On'), else
+# a GPU that hung (Xid 8, 'RC watchdog: GPU is probably locked') or a kernel that never ends; undecided as above
+LAUNCH_TIMEOUT = Verdict("candidate", "unknown", "unknown", 30,
+                         "a kernel stopped by the GPU's watchdog: a display (X server) on the compute GPU limits "
+                         "kernel run time (nvidia-smi 'Disp.A On', deviceQuery 'Run time limit on kernels: Yes'); "
+                         "else a hung GPU (Xid 8) or a kernel that never ends")
 # The process sees no GPU at all: the node's driver or devices (a kernel updated without a reboot, a GPU
 # gone), or the job's request (a step launched without its GPUs, CUDA_VISIBLE_DEVICES emptied): both readings
 NO_DEVICE = Verdict("candidate", "unknown", "unknown", 30,
@@ -160,7 +167,7 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED", (801,), "operation not supported", ENVIRONMENT),
     CudaError("cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", (719,), "unspecified launch failure",
               INDETERMINATE),
-    CudaError("cudaErrorLaunchTimeout", "CUDA_ERROR_LAUNCH_TIMEOUT", (702,), "the launch timed out", INDETERMINATE),
+    CudaError("cudaErrorLaunchTimeout", "CUDA_ERROR_LAUNCH_TIMEOUT", (702,), "the launch timed out", LAUNCH_TIMEOUT),
     CudaError("cudaErrorHardwareStackError", "CUDA_ERROR_HARDWARE_STACK_ERROR", (714,), "hardware stack error",
               INDETERMINATE),
     CudaError("cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED", (3,), "initialization error",
@@ -222,7 +229,7 @@ def apply_verdict(sym: Symptom, verdict: Verdict, summary: str = "") -> None:
         sym.fields["readings"] = list(verdict.readings)
     if summary:
         sym.summary = summary[:300]
-    if verdict is INDETERMINATE or verdict is NO_DEVICE:
+    if verdict is INDETERMINATE or verdict is NO_DEVICE or verdict is LAUNCH_TIMEOUT:
         sym.fields["indeterminate"] = True
     if verdict.category == "gpu_oom" and sym.kind == "cuda_error":
         sym.kind = "cuda_oom"
