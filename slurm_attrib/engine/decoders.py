@@ -212,7 +212,7 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     candidate (``fields.traceback_seen: false``)."""
     stream = stream_key(extra.get("stream"))
     exception = str(sym.fields.get("exception", "")).rsplit(".", 1)[-1]
-    if _device_error_follows(line, extra):
+    if exception in _RUNTIME_WRAPPERS and _device_error_follows(line, extra):
         return False  # XLA's 'JaxRuntimeError: INTERNAL: ...:' wraps the CUDA error its next lines name
     if exception == "TimeoutError" and any(_WORKER_WAIT.search(text) for text in line.preceding(8)):
         return False  # vLLM's engine gave up waiting on a worker that hung: a hang, whoever's; not the code's
@@ -250,22 +250,25 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 
 # A CUDA / HIP error by its runtime or driver name ('CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access ...'),
 # read by app.gpu_cuda_error_name
+# the runtimes' exceptions that carry a device error under their own words (JAX / XLA); an ordinary exception whose
+# message ends in a colon ('Error(s) in loading state_dict for X:') lists its own details below it
+_RUNTIME_WRAPPERS = frozenset({"JaxRuntimeError", "XlaRuntimeError"})
 _DEVICE_ERROR_NAME = re.compile(r"\bCUDA_ERROR_[A-Z_]{3,60}\b|\bcudaError[A-Z]\w{2,60}|\bhipError[A-Z]\w{2,60}")
 
 
 def _device_error_follows(line: Line, extra: dict[str, Any]) -> bool:
-    """Whether the matched text ends in a colon and one of the next two lines of its stream names a CUDA/HIP
-    error: XLA and other runtimes put the error under their own words ('CUDA error: Could not synchronize CUDA
-    stream:' / '  CUDA_ERROR_ILLEGAL_INSTRUCTION: an illegal instruction was encountered'), and the error is
-    what decides."""
+    """Whether the matched text ends in a colon and one of the next two lines of its stream, indented as the
+    message's continuation, names a CUDA/HIP error: XLA puts the error under its own words ('CUDA error: Could
+    not synchronize CUDA stream:' / '  CUDA_ERROR_ILLEGAL_INSTRUCTION: an illegal instruction was encountered'),
+    and the error is what decides."""
     text = str(extra.get("text", "")).rstrip()
     if not text.endswith(":") or _DEVICE_ERROR_NAME.search(text):
         return False
     stream = stream_key(extra.get("stream"))
     for following in line.following(2):
         prefix, rest = split_rank(following)
-        if stream_key(prefix) == stream and _DEVICE_ERROR_NAME.search(rest):
-            return True
+        if stream_key(prefix) == stream and rest[:1].isspace() and _DEVICE_ERROR_NAME.search(rest):
+            return True  # an indented continuation of the same message, not another program's line
     return False
 
 
