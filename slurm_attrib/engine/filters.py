@@ -152,8 +152,8 @@ def other_jobs_output(ctx: EngineContext, rule_: Rule) -> int:
     line above it stamped inside this job's window, or with nothing after it, would drop the job's own lines:
     none of them cuts."""
     job = ctx.job
-    if not job.job_id.isdecimal() or job.array_job_id or job.array_task_id or ctx.window_start is None \
-            or ctx.window_source != "job":
+    if not job.job_id.isdecimal() or job.array_job_id or job.array_task_id or ctx.window_source != "job" \
+            or ctx.window_start is None:
         return 0
     before = ctx.window_start - ctx.tolerance(ctx.settings.window_before_s)
     ends: dict[str, tuple[int, str]] = {}
@@ -197,10 +197,7 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
     read, or unreadable; None when the cut stands (and for a compressed file, which is not read twice)."""
     if bf.path.suffix == ".gz":
         return None
-    timectx = time_context(ctx, bf.node)
-    zone = ctx.app_zones.get(bf.rel)
-    if zone:
-        timectx = replace(timectx, zone=zone_from_name(zone))
+    timectx = _app_time_context(ctx, bf)
     try:
         handle = open_regular(bf.path)
     except OSError:
@@ -223,12 +220,24 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
                 continue
             if this_line == last or not head or not _CLOCK.search(raw, 0, 4096):
                 continue
-            text = split_rank(decode(raw[:4096]))[1]
-            when = parse_line_time(text, timectx).time
-            if when is None and (shipped := shipped_stamp(text)):
-                when = parse_line_time(shipped, timectx).time
+            when = _own_stamp(split_rank(decode(raw[:4096]))[1], timectx)
             if when is not None and ctx.in_window(when):
                 return f"line {this_line} above it is stamped inside this job ({format_utc(when)})"
+
+
+def _app_time_context(ctx: EngineContext, bf: BundleFile) -> TimeContext:
+    """How an application log's stamps read: its node's clock, in the zone the filter phase found for the file."""
+    timectx = time_context(ctx, bf.node)
+    zone = ctx.app_zones.get(bf.rel)
+    return replace(timectx, zone=zone_from_name(zone)) if zone else timectx
+
+
+def _own_stamp(text: str, timectx: TimeContext) -> Optional[datetime]:
+    """The time of a line read straight from its file: its own stamp, else a log shipper's in front of it."""
+    when = parse_line_time(text, timectx).time
+    if when is None and (shipped := shipped_stamp(text)):
+        when = parse_line_time(shipped, timectx).time
+    return when
 
 
 def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -> bool:
@@ -674,19 +683,14 @@ def _progress_lines(ctx: EngineContext, tail_bytes: int, end: datetime
     for bf in ctx.bundle.files:
         if bf.source != SOURCE_APP or bf.path.suffix == ".gz":
             continue
-        timectx = time_context(ctx, bf.node)
-        zone = ctx.app_zones.get(bf.rel)
-        if zone:
-            timectx = replace(timectx, zone=zone_from_name(zone))
+        timectx = _app_time_context(ctx, bf)
         for raw in _lines_backwards(bf.path, tail_bytes):
             if b"oss" not in raw:
                 continue  # no 'loss' in any case: no need to decode it
             text = split_rank(decode(raw[:4096]))[1]
             if not _PROGRESS.search(text) or _NOT_PROGRESS.search(text):
                 continue
-            when = parse_line_time(text, timectx).time
-            if when is None and (shipped := shipped_stamp(text)):
-                when = parse_line_time(shipped, timectx).time
+            when = _own_stamp(text, timectx)
             if when is None or when > end or (ctx.window_start is not None and when < ctx.window_start):
                 continue
             found.append((when, bf.rel, bf.node if bf.node in ctx.job.node_set else None))

@@ -72,7 +72,7 @@ def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         if sym.kind == "watchdog_timeout" and sym.fields.get("seq") is not None and sym.fields.get("op"):
             raw = sym.evidence[0].raw if sym.evidence else ""
-            pg = str(sym.fields.get("pg") or next(iter(_PG_NAMED.findall(raw)), ""))
+            pg = next(iter(_PG_NAMED.findall(raw)), "")  # the rule's own group, or one before PyTorch's wrapper
             timeout = next(iter(_TIMEOUT_MS.findall(raw)), "")
             steps = tuple(step.id for step in ctx.job.steps if sym.node in step.nodes)
             groups.setdefault((pg, str(sym.fields["seq"]), timeout, steps), []).append(sym)
