@@ -401,6 +401,31 @@ def _job_met(ctx: EngineContext, fault: Symptom, witnesses: dict[Optional[str], 
     return ""
 
 
+@rule("filter.other_process_gpu_fault")
+def other_process_gpu_fault(ctx: EngineContext, rule_: Rule) -> int:
+    """Drop an application-class Xid (the driver names the faulting process) stamped outside the job's run by more
+    than ``grace_s``: another process's fault on the same GPU (see the rule's description)."""
+    if ctx.window_source != "job" or (ctx.window_start is None and ctx.window_end is None):
+        return 0
+    grace = timedelta(seconds=float(rule_.params.get("grace_s", 5)))
+    count = 0
+    for sym in ctx.active():
+        when = sym.time  # on the controller's clock: extraction corrected any recorded skew
+        if when is None or sym.kind != "xid" or sym.responsible != "workload" or "pid" not in sym.fields \
+                or "clock_in_doubt" in sym.fields or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
+            continue
+        if ctx.window_start is not None and when < ctx.window_start - grace:
+            side = "before the job started"
+        elif ctx.window_end is not None and when > ctx.window_end + grace:
+            side = "after the job ended"
+        else:
+            continue
+        sym.dropped = (f"{side} ({format_utc(when)}): the fault of another process on the GPU "
+                       f"(pid {sym.fields['pid']}), not of this job's")
+        count += 1
+    return count
+
+
 @rule("filter.previous_boot")
 def previous_boot(ctx: EngineContext, rule_: Rule) -> int:
     """Drop kernel symptoms written before their file's last boot marker (kernel.boot_marker) when the job

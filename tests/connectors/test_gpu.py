@@ -22,6 +22,7 @@ from slurm_attrib.connectors.runner import CommandResult, FakeRunner
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 A100 = (DATA / "nvidia-smi-q-x.a100-sxm4-mig.xml").read_bytes()
 PROM = (DATA / "dcgm-exporter.prom").read_bytes()
+H200 = (DATA / "h200-driver580" / "nvidia-smi-q-x.xml").read_bytes()  # captured by tests/data/gpu/capture.py
 
 
 def test_parse_real_a100_xml() -> None:
@@ -31,6 +32,15 @@ def test_parse_real_a100_xml() -> None:
     assert facts["gpu_model"] == "NVIDIA A100-SXM4-80GB"
     assert facts["gpus"] == [{"index": 0, "pci": "0000:01:00", "uuid": "GPU-513536b6-7d19-9063-b049-1e69664bb298",
                               "name": "NVIDIA A100-SXM4-80GB", "minor_number": 1, "serial": "1650522003820"}]
+
+
+def test_parse_real_h200_xml_of_driver_580() -> None:
+    """nvsmi_device_v13.dtd, as driver 580 writes it on a VM (the GPU at bus 00, device 06)."""
+    facts = parse_nvidia_smi_xml(H200)
+    assert facts["driver_version"] == "580.159.04"
+    assert facts["cuda_version"] == "13.0"
+    assert facts["gpus"] == [{"index": 0, "pci": "0000:00:06", "uuid": "GPU-be25fdc8-9fdf-4565-5896-3256e1307dfa",
+                              "name": "NVIDIA H200", "minor_number": 0, "serial": "1653924120792"}]
 
 
 def test_nvidia_smi_ok_keeps_the_raw_xml() -> None:
