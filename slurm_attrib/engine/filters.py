@@ -403,16 +403,16 @@ def _job_met(ctx: EngineContext, fault: Symptom, witnesses: dict[Optional[str], 
 
 @rule("filter.other_process_gpu_fault")
 def other_process_gpu_fault(ctx: EngineContext, rule_: Rule) -> int:
-    """Drop an application-class Xid (the driver names the faulting process) stamped outside the job's run by more
-    than ``grace_s``: another process's fault on the same GPU (see the rule's description)."""
+    """Drop an application-class Xid (a process's own fault) stamped outside the job's run by more than ``grace_s``:
+    another process's fault on the same GPU (see the rule's description)."""
     if ctx.window_source != "job" or (ctx.window_start is None and ctx.window_end is None):
         return 0
     grace = timedelta(seconds=float(rule_.params.get("grace_s", 5)))
     count = 0
     for sym in ctx.active():
         when = sym.time  # on the controller's clock: extraction corrected any recorded skew
-        if when is None or sym.kind != "xid" or sym.responsible != "workload" or "pid" not in sym.fields \
-                or "clock_in_doubt" in sym.fields or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
+        if when is None or sym.kind != "xid" or sym.responsible != "workload" or "clock_in_doubt" in sym.fields \
+                or not sym.evidence or sym.evidence[0].source == SOURCE_APP:
             continue
         if ctx.window_start is not None and when < ctx.window_start - grace:
             side = "before the job started"
@@ -420,8 +420,8 @@ def other_process_gpu_fault(ctx: EngineContext, rule_: Rule) -> int:
             side = "after the job ended"
         else:
             continue
-        sym.dropped = (f"{side} ({format_utc(when)}): the fault of another process on the GPU "
-                       f"(pid {sym.fields['pid']}), not of this job's")
+        process = f" (pid {sym.fields['pid']})" if "pid" in sym.fields else ""
+        sym.dropped = f"{side} ({format_utc(when)}): another process's fault on the GPU{process}, not this job's"
         count += 1
     return count
 
@@ -530,6 +530,21 @@ def oom_of_other_job(ctx: EngineContext, rule_: Rule) -> int:
         other = sym.fields.get("memcg_job")
         if other and str(other) != ctx.job.job_id.split("_")[0]:
             sym.dropped = f"the OOM kill hit job {other}, not this job"
+            count += 1
+    return count
+
+
+@rule("filter.exception_wrapping_cuda_error")
+def exception_wrapping_cuda_error(ctx: EngineContext, rule_: Rule) -> int:
+    """Drop a Python exception on a line that also made a CUDA error symptom (see the rule's description)."""
+    kinds = set(str_list(rule_, "kinds"))
+    read = {(s.evidence[0].file, s.evidence[0].line) for s in ctx.active()
+            if s.kind in kinds and s.evidence and s.evidence[0].source == SOURCE_APP}
+    count = 0
+    for sym in ctx.active():
+        if sym.kind == "python_exception" and sym.rule_id == "app.python_exception" and sym.evidence \
+                and (sym.evidence[0].file, sym.evidence[0].line) in read:
+            sym.dropped = "the exception only carries the CUDA error its line names, which the CUDA catalog judged"
             count += 1
     return count
 

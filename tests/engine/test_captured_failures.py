@@ -18,6 +18,7 @@ from slurm_attrib.ruleset import load_ruleset
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "h200-driver580"
 
 # capture file -> (job start, job end) on 2026-12-04 UTC, around the run's own time in the capture
+SECOND_MACHINE = {"misaligned_torch", "trap_torch"}  # a later capture on another machine: its own kernel log
 WINDOWS = {
     "oom_huge": ("12:00:18", "12:00:24"),
     "oom_realistic": ("12:00:24", "12:00:27"),
@@ -31,6 +32,8 @@ WINDOWS = {
     "child_raises": ("12:02:33", "12:02:39"),
     "child_killed": ("12:02:39", "12:02:46"),
     "jax_oom": ("12:02:46", "12:02:59"),
+    "misaligned_torch": ("12:21:40", "12:21:49"),
+    "trap_torch": ("12:21:49", "12:21:54"),
 }
 
 # capture -> (status, category, a substring of the root cause's raw line, or None)
@@ -50,6 +53,9 @@ EXPECTED: dict[str, tuple[str, Optional[str], Optional[str]]] = {
     "child_raises": ("attributed", "application", "ValueError: loss is nan at step 1200"),
     "child_killed": ("unattributed", None, None),
     "jax_oom": ("attributed", "gpu_oom", "RESOURCE_EXHAUSTED: Out of memory"),
+    # a kernel's own misaligned write (three Xid 13 lines) and trap instruction (Xid 43): the program's
+    "misaligned_torch": ("attributed", "application", None),
+    "trap_torch": ("attributed", "application", None),
 }
 
 
@@ -64,7 +70,8 @@ def _bundle(root: Path, capture: str) -> Path:
     (root / "syslog").mkdir()
     output = (DATA / f"{capture}.txt").read_bytes().split(b"\n", 1)[1]  # the capture script's header line off
     (root / "applog" / "vm.log").write_bytes(output)
-    kernel = (DATA / "dmesg-iso.txt").read_bytes().split(b"\n", 1)[1]
+    dmesg = "dmesg-iso.second-machine.txt" if capture in SECOND_MACHINE else "dmesg-iso.txt"
+    kernel = (DATA / dmesg).read_bytes().split(b"\n", 1)[1]
     (root / "syslog" / "vm.log").write_bytes(kernel)
     (root / "job.yaml").write_text(f'job_id: "4242"\ncluster: h200\nuser: alice\npartition: gpu\nnodes: [vm]\n'
                                    f'state: FAILED\nexit_code: "1:0"\nderived_exit_code: "0:0"\n'

@@ -1,6 +1,6 @@
 """Capture real GPU tool output and real failure logs on a machine with an NVIDIA GPU, for test data.
 
-    python3 tests/data/gpu/capture.py OUTDIR
+    python3 tests/data/gpu/capture.py OUTDIR [STEP ...]   (the named steps only; all by default)
 
 What it runs, each bounded by a timeout, its stdout and stderr kept together as a job's output file would
 (a header line names the command, its exit status and time):
@@ -14,6 +14,8 @@ What it runs, each bounded by a timeout, its stdout and stderr kept together as 
   timeout (a collective queued behind a long kernel, 5 s timeout, NCCL_DEBUG=INFO, under torchrun), two
   ranks on one GPU (NCCL's duplicate-GPU check), the c10d store's timeouts on both sides, torchrun's failure
   summary for a child that raised and one killed by SIGKILL, and JAX's out of memory;
+- a misaligned write and a trap instruction in a kernel (the "misaligned address" and "unspecified launch
+  failure" forms, and the Xid 13 they leave);
 - the kernel log before and after (``dmesg``, raw and ISO stamps): the Xids those failures leave.
 
 Everything lands in OUTDIR/capture.tgz (rewritten after each step, so a run cut short still leaves what it
@@ -138,6 +140,28 @@ SCRIPTS = {
         x = jnp.ones((1 << 38,), dtype=jnp.float32)
         x.block_until_ready()
     """,
+    "misaligned_torch.py": """
+        import torch
+        import cupy as cp
+        x = torch.ones(1 << 20, device="cuda")
+        kernel = cp.RawKernel(r'extern "C" __global__ void bad(char* p) { *(int*)(p + 1) = 1; }', "bad")
+        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            kernel((1,), (1,), (cp.zeros(16, dtype=cp.int8),))
+        y = x * 2
+        torch.cuda.synchronize()
+        print(y.sum().item())
+    """,
+    "trap_torch.py": """
+        import torch
+        import cupy as cp
+        x = torch.ones(1 << 20, device="cuda")
+        kernel = cp.RawKernel(r'extern "C" __global__ void bad() { asm volatile("trap;"); }', "bad")
+        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            kernel((1,), (1,), ())
+        y = x * 2
+        torch.cuda.synchronize()
+        print(y.sum().item())
+    """,
     "nvml.py": """
         import pynvml as n
         n.nvmlInit()
@@ -182,6 +206,8 @@ STEPS: list[tuple[str, list[str], int, dict[str, str]]] = [
     ("device_assert", [sys.executable, "device_assert.py"], 90, {}),
     ("illegal_cupy", [sys.executable, "illegal_cupy.py"], 90, {}),
     ("illegal_torch", [sys.executable, "illegal_torch.py"], 90, {}),
+    ("misaligned_torch", [sys.executable, "misaligned_torch.py"], 90, {}),
+    ("trap_torch", [sys.executable, "trap_torch.py"], 90, {}),
     ("watchdog", [*TORCHRUN, "--nproc_per_node=1", "watchdog.py"], 90, {"NCCL_DEBUG": "INFO"}),
     ("two_ranks_one_gpu", [*TORCHRUN, "--nproc_per_node=2", "two_ranks_one_gpu.py"], 90, {"NCCL_DEBUG": "WARN"}),
     ("store_server_timeout", [sys.executable, "store_server_timeout.py"], 60, {}),
@@ -203,7 +229,10 @@ def main() -> int:
     scripts.mkdir(parents=True, exist_ok=True)
     for name, body in SCRIPTS.items():
         (scripts / name).write_text(textwrap.dedent(body).lstrip())
+    wanted = set(sys.argv[2:])
     for name, argv, timeout, extra in STEPS:
+        if wanted and name not in wanted:
+            continue
         if shutil.which(argv[0]) is None and not os.path.isabs(argv[0]):
             (work / name).write_text(f"# {argv[0]}: not installed\n")
             continue
