@@ -462,19 +462,28 @@ _FS_MODULES = {
 }
 # x86 and arm64 print ' fn+0x1f/0x40 [module]' after the stamp or address; 32-bit ARM
 # '[<80233190>] (fn) from [<803db1c4>] (caller+0x30/0x280)': the frame with an offset is the caller's
+# The NVIDIA driver's modules: a task that waits in them for minutes waits for the GPU (a push that never
+# completes, a channel that never drains) or for the driver's own locks
+_GPU_DRIVER_MODULES = frozenset({"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem"})
 _FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+|\()(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
                     r"(?:\)?\s+\[(?P<mod>\w{1,64})\])?")
 _NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
 
 
 def _filesystem_frame(text: str) -> Optional[tuple[str, str]]:
-    """(file system, frame) of the first frame on a call-trace line that is a file system's module."""
+    """(file system, frame) of the first frame on a call-trace line that is a file system's module, or
+    ("GPU driver", frame) for one of the NVIDIA driver's."""
     for frame in _FRAME.finditer(text):
         module = frame["mod"] or ""
         filesystem = _FS_MODULES.get(module) or _FS_MODULES.get(frame["fn"].split("_", 1)[0])
         if filesystem:
             return filesystem, frame["fn"] + (f" [{module}]" if module else "")
+        if module in _GPU_DRIVER_MODULES:
+            return GPU_DRIVER, f"{frame['fn']} [{module}]"
     return None
+
+
+GPU_DRIVER = "GPU driver"
 
 
 @decoder("hung_task")
@@ -486,6 +495,17 @@ def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
         if any(marker in text for marker in _NEXT_REPORT):
             break  # the next report's trace is not this one's
         found = _filesystem_frame(text)
+        if found and found[0] == GPU_DRIVER:
+            # waiting on the GPU or on the driver: the node's GPU side, or the program's own use of it (UVM
+            # oversubscription thrashing); never strong enough to outweigh the program's own error
+            sym.kind, sym.role, sym.category, sym.strength = "gpu_driver_hang", "candidate", "gpu_hardware", 30
+            # alone, both readings: the GPU or driver stuck, or the program's own use of it
+            sym.fields.update(frame=found[1], readings=["gpu_hardware", "application"])
+            what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
+            sym.summary = f"{what} hung in the NVIDIA driver ({found[1]})"
+            sym.actions = ("check the node's GPUs (nvidia-smi, Xids around this time) and the driver; a task stuck "
+                           "in nvidia_uvm waits for GPU work that never completes",)
+            return True
         if found:
             filesystem, frame = found
             sym.kind, sym.role, sym.category, sym.strength = "storage_hang", "candidate", "storage", 45
