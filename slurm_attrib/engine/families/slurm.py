@@ -128,7 +128,7 @@ def decode_execve(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 
 
 # pyxis/enroot failing on the job's own image: a name, registry or credentials the job gave
-_IMAGE_ERRORS = re.compile(r"(?i)failed to import docker image|manifest unknown|unauthorized|authentication required|"
+_IMAGE_ERRORS = re.compile(r"(?i)manifest unknown|unauthorized|authentication required|"
                            r"invalid image|no such image|pull access denied|image .{0,80} not found|"
                            r"requested access to the resource is denied|invalid reference format|"
                            r"enroot-switchroot: failed to execute|doesn't exist in container")
@@ -224,6 +224,7 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
         sym.notes.append("this SPANK callback runs after the job's tasks ended: it may drain the node, it did not "
                          "end the job")
         return True
+    enroot_logged = False
     for previous in line.preceding(30):
         mount = _ENROOT_MOUNT.search(previous)
         if mount is not None:
@@ -241,13 +242,21 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
             sym.responsible, sym.strength = "unknown", 50
             sym.fields["plugin_said"] = previous.strip()[:200]
             return True
-        if _IMAGE_ERRORS.search(previous):
+        if _IMAGE_ERRORS.search(previous) or (_IMPORT_FAILED in previous and enroot_logged):
+            # the image the job named could not be had; pyxis's generic import failure counts only when enroot's log,
+            # dumped after it, shows the import under way (an empty log says nothing of whose the failure is)
             sym.category, sym.responsible, sym.strength = "application", "workload", 50
             sym.fields["plugin_said"] = previous.strip()[:200]
             return True
+        enroot_logged = enroot_logged or _ENROOT_LOG_LINE.search(previous) is not None
         if "pyxis:" in previous or "enroot" in previous or "nvidia-container-cli" in previous:
             sym.fields.setdefault("plugin_said", previous.strip()[:200])
     return True
+
+
+_IMPORT_FAILED = "failed to import docker image"
+# a line of the enroot log pyxis prints after 'printing enroot log file:', indented under its prefix
+_ENROOT_LOG_LINE = re.compile(r"pyxis: {3,}\S")
 
 
 @decoder("slurm_this_jobs_row")
