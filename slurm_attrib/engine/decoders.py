@@ -460,46 +460,44 @@ _FS_MODULES = {
     "mmfs26": "GPFS", "mmfslinux": "GPFS", "mmfs": "GPFS", "ceph": "CephFS", "libceph": "CephFS",
     "beegfs": "BeeGFS", "cifs": "SMB", "fuse": "FUSE",
 }
-# x86 and arm64 print ' fn+0x1f/0x40 [module]' after the stamp or address; 32-bit ARM
-# '[<80233190>] (fn) from [<803db1c4>] (caller+0x30/0x280)': the frame with an offset is the caller's
 # The NVIDIA driver's modules: a task that waits in them for minutes waits for the GPU (a push that never
 # completes, a channel that never drains) or for the driver's own locks
 _GPU_DRIVER_MODULES = frozenset({"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem"})
+_GPU_DRIVER = "GPU driver"
+# x86 and arm64 print ' fn+0x1f/0x40 [module]' after the stamp or address; 32-bit ARM
+# '[<80233190>] (fn) from [<803db1c4>] (caller+0x30/0x280)': the frame with an offset is the caller's
 _FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+|\()(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
                     r"(?:\)?\s+\[(?P<mod>\w{1,64})\])?")
 _NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
 
 
-def _filesystem_frame(text: str) -> Optional[tuple[str, str]]:
+def _waited_in(text: str) -> Optional[tuple[str, str]]:
     """(file system, frame) of the first frame on a call-trace line that is a file system's module, or
-    ("GPU driver", frame) for one of the NVIDIA driver's."""
+    (_GPU_DRIVER, frame) for one of the NVIDIA driver's."""
     for frame in _FRAME.finditer(text):
         module = frame["mod"] or ""
         filesystem = _FS_MODULES.get(module) or _FS_MODULES.get(frame["fn"].split("_", 1)[0])
         if filesystem:
             return filesystem, frame["fn"] + (f" [{module}]" if module else "")
         if module in _GPU_DRIVER_MODULES:
-            return GPU_DRIVER, f"{frame['fn']} [{module}]"
+            return _GPU_DRIVER, f"{frame['fn']} [{module}]"
     return None
-
-
-GPU_DRIVER = "GPU driver"
 
 
 @decoder("hung_task")
 def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A task blocked in D state, or a CPU soft-locked: the call trace printed after it names where. A
     frame of a network or cluster file system's module makes it a storage fault (a shared service: no node
-    is blamed); otherwise the report alone is too weak to blame anything and stays context."""
+    is blamed); one of the NVIDIA driver's a GPU-side hang or the program's (both readings); otherwise the
+    report alone is too weak to blame anything and stays context."""
     for text in line.iter_following(60):
         if any(marker in text for marker in _NEXT_REPORT):
             break  # the next report's trace is not this one's
-        found = _filesystem_frame(text)
-        if found and found[0] == GPU_DRIVER:
+        found = _waited_in(text)
+        if found and found[0] == _GPU_DRIVER:
             # waiting on the GPU or on the driver: the node's GPU side, or the program's own use of it (UVM
-            # oversubscription thrashing); never strong enough to outweigh the program's own error
+            # oversubscription thrashing); alone, both readings, and never strong enough to outweigh an error
             sym.kind, sym.role, sym.category, sym.strength = "gpu_driver_hang", "candidate", "gpu_hardware", 30
-            # alone, both readings: the GPU or driver stuck, or the program's own use of it
             sym.fields.update(frame=found[1], readings=["gpu_hardware", "application"])
             what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
             sym.summary = f"{what} hung in the NVIDIA driver ({found[1]})"

@@ -132,6 +132,10 @@ _IMAGE_ERRORS = re.compile(r"(?i)manifest unknown|unauthorized|authentication re
                            r"invalid image|no such image|pull access denied|image .{0,80} not found|"
                            r"requested access to the resource is denied|invalid reference format|"
                            r"enroot-switchroot: failed to execute|doesn't exist in container")
+# pyxis's generic word for any import failure (pyxis_slurmstepd.c), and a line of the enroot log it prints after
+# 'printing enroot log file:', indented under its prefix
+_IMPORT_FAILED = "failed to import docker image"
+_ENROOT_LOG_LINE = re.compile(r"pyxis: {3,}\S")
 # What enroot said went wrong on the node, in the log pyxis prints after its generic failure (pyxis_slurmstepd.c:
 # 'failed to import docker image', then enroot_print_last_log()): a directory of the node's runtime path it may not
 # create, a shell variable the node's environment lacks, a user namespace or a file it cannot have for lack of space
@@ -252,11 +256,6 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
         if "pyxis:" in previous or "enroot" in previous or "nvidia-container-cli" in previous:
             sym.fields.setdefault("plugin_said", previous.strip()[:200])
     return True
-
-
-_IMPORT_FAILED = "failed to import docker image"
-# a line of the enroot log pyxis prints after 'printing enroot log file:', indented under its prefix
-_ENROOT_LOG_LINE = re.compile(r"pyxis: {3,}\S")
 
 
 @decoder("slurm_this_jobs_row")
