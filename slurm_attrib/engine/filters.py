@@ -538,11 +538,12 @@ def oom_of_other_job(ctx: EngineContext, rule_: Rule) -> int:
 def exception_wrapping_cuda_error(ctx: EngineContext, rule_: Rule) -> int:
     """Drop a Python exception on a line that also made a CUDA error symptom (see the rule's description)."""
     kinds = set(str_list(rule_, "kinds"))
-    read = {(s.evidence[0].file, s.evidence[0].line) for s in ctx.active()
+    active = ctx.active()  # a list built anew per call while the filter phase runs: once here
+    read = {(s.evidence[0].file, s.evidence[0].line) for s in active
             if s.kind in kinds and s.evidence and s.evidence[0].source == SOURCE_APP}
     count = 0
-    for sym in ctx.active():
-        if sym.kind == "python_exception" and sym.rule_id == "app.python_exception" and sym.evidence \
+    for sym in active:
+        if sym.rule_id == "app.python_exception" and sym.evidence \
                 and (sym.evidence[0].file, sym.evidence[0].line) in read:
             sym.dropped = "the exception only carries the CUDA error its line names, which the CUDA catalog judged"
             count += 1
