@@ -44,13 +44,21 @@ class RegexPrefilter:
 
     def __init__(self, anchors: Sequence[bytes]) -> None:
         ordered = sorted(set(anchors), key=lambda a: (-len(a), a))
-        self._pattern = re.compile(b"|".join(re.escape(a) for a in ordered)) if ordered else None
+        self._pattern = re.compile(b"|".join(anchor_regex(a) for a in ordered)) if ordered else None
 
     def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
         if self._pattern is None:
             return
         for match in self._pattern.finditer(data, start, end):
             yield match.start(), ANY_RULE
+
+
+def anchor_regex(anchor: bytes) -> bytes:
+    """An escaped literal anchor; one that ends a line (``Error\\n``) also ends one written with CRLF
+    (``Error\\r\\n``: a Windows editor, a log shipped through a terminal), as the decoded line drops the CR."""
+    if anchor.endswith(b"\n"):
+        return re.escape(anchor[:-1]) + b"\r*\n"
+    return re.escape(anchor)
 
 
 @dataclass
@@ -333,6 +341,8 @@ class _BlockReader:
             if data:
                 buf, skips = self._append(buf, data, skips)
             if eof:
+                if len(buf) > begin and not buf.endswith(b"\n"):
+                    buf += b"\n"  # the last line, cut before its newline: an anchor that ends a line ends it too
                 end = len(buf)
             else:
                 end = buf.rfind(b"\n", begin, max(begin, len(buf) - LOOKAHEAD_BYTES))
@@ -342,8 +352,6 @@ class _BlockReader:
             yield seg
             consumed = min(len(buf), end + 1)
             lines = seg.newlines_to(consumed)
-            if eof and consumed > begin and not buf.endswith(b"\n"):
-                lines += 1  # the last line, which has no newline
             self._st.lines += lines
             line += lines
             keep_from = buf.find(b"\n", max(0, consumed - LOOKBACK_BYTES), consumed) + 1

@@ -24,7 +24,7 @@ from ..model import (
     connector_of,
 )
 from ..ruleset import Rule
-from ..scan import ANY_RULE, Line, Prefilter, ScanStats, open_evidence, scan_stream, will_count
+from ..scan import ANY_RULE, Line, Prefilter, ScanStats, anchor_regex, open_evidence, scan_stream, will_count
 from ..timestamps import (
     JOURNAL_RECORD_FORMATS,
     SYSLOG_FORMATS,
@@ -91,7 +91,7 @@ class AnchorIndex:
 
     @cached_property
     def _any_anchor(self) -> re.Pattern[bytes]:
-        return re.compile(b"|".join(re.escape(a.encode()) for a in self._anchors))
+        return re.compile(b"|".join(anchor_regex(a.encode()) for a in self._anchors))
 
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()

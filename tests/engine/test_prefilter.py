@@ -139,12 +139,14 @@ def test_a_regex_bytes_cannot_express_falls_back_on_its_anchors() -> None:
 
 def test_a_rule_selected_by_an_anchor_that_ends_a_line_needs_that_line_end() -> None:
     """``Error\\n`` lets a rule try a line that ends with ``Error`` (or holds any other anchor), not
-    one that merely holds the word: the Hyperscan path asks the line's bytes, as the anchors did."""
+    one that merely holds the word: the Hyperscan path asks the line's bytes, as the anchors did. A line
+    written with CRLF ends there too, and so does the file's last line when it lacks its newline (a log
+    cut off, or pasted): the traceback's last line is the one that names the exception."""
     index = AnchorIndex([_rule("exc", "Error\n", "Error: ")])
     seen: list[list[str]] = []
-    data = b"ValueError\nValueError\r\nmid Error word\n"
+    data = b"ValueError\nValueError\r\nmid Error word\nKeyError"
     scan_bytes(data, _Named(), lambda line: seen.append([r.id for r in index.candidates(line, line.text)]))
-    assert seen == [["exc"], [], []]
+    assert seen == [["exc"], ["exc"], [], ["exc"]]
 
 
 class _Named:
