@@ -475,9 +475,18 @@ def decode_indeterminate(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     """A device error that names no cause, in a runtime other than CUDA's: ROCm's GPU page fault ('Memory
     access fault by GPU node-N ... Reason: ...', HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION), level-zero's
     lost device. A kernel's bad address or hang as often as a failing GPU, so both readings unless a
-    hardware fault on the node explains it (refine.gpu_indeterminate_cuda_error)."""
-    apply_verdict(sym, INDETERMINATE)
+    hardware fault on the node explains it (refine.gpu_indeterminate_cuda_error). A page fault whose reason
+    ROCr decodes as the access itself (a page not mapped, written while read-only, executed while NX, or the
+    host's only) is ROCm's illegal address (CUDA 700): the code's, as CUDA's is."""
+    reason = str(sym.fields.get("reason") or "")
+    apply_verdict(sym, KERNEL_BUG if _HSA_ACCESS_REASON.match(reason) else INDETERMINATE)
     return True
+
+
+# the reasons ROCr's VMFaultHandler prints for an access the page tables refused (runtime.cpp); 'Unknown.', 'Generic
+# hang recovery.' and the ECC reasons (app.gpu_hsa_ecc_fault) name no access
+_HSA_ACCESS_REASON = re.compile(r"(?:Page not present or supervisor privilege|Write access to a read-only page|"
+                                r"Execute access to a page marked NX|Host access only)\b")
 
 
 # --- pasted diagnostic output (diag/NODE.txt) -------------------------------------------------------
