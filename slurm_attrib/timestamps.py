@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 SYSLOG_FORMATS = ("rfc3164", "journal_short_precise", "journal_short_iso", "rfc3339", "journal_short_full",
-                  "journal_short_unix", "rfc5424")
+                  "journal_short_unix", "rfc5424", "logread")
 """The formats whose lines read ``time host tag: message`` (:attr:`ParsedStamp.tag` is the program)."""
 
 JOURNAL_RECORD_FORMATS = ("journal_json", "journal_field")
@@ -114,8 +114,9 @@ _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
 # the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):
 # a first word that ends with a colon is the tag, never a host
 # BusyBox syslogd writes the facility and level between the host and the tag ("host kern.err kernel: ...")
-_FACILITY = (r"(?:(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])"
-             r"\.(?:emerg|alert|crit|err|error|warn|warning|notice|info|debug) )?")
+_FACILITY_LEVEL = (r"(?P<fac>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])"
+                   r"\.(?:emerg|alert|crit|err|error|warn|warning|notice|info|debug) ")
+_FACILITY = rf"(?:{_FACILITY_LEVEL})?"
 _FACILITY_NUMBERS = {name: number for number, name in enumerate(
     ("kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp"))} | {
     f"local{n}": 16 + n for n in range(8)}
@@ -142,6 +143,11 @@ _RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[^\W\d_]{1,4}\.?
 # C's ctime()/asctime() and date(1): "Mon Aug 26 18:41:15 2019" (date adds a zone: "... UTC 2019"); the
 # stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks)
 _RE_CTIME = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _CTIME + _END)
+# OpenWrt's logread (ubox log/logread.c, log_notify): ctime, '[sec.ms] ' with -t, the facility and level, then
+# ' kernel:' for a record of the kernel's log, where a program's write to /dev/kmsg shows as 'user.*', or the
+# program's own 'tag[pid]:' ("Tue Apr  8 16:01:10 2025 kern.err kernel: NVRM: Xid ...")
+_RE_LOGREAD = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _CTIME + r" (?:\[\d{1,10}\.\d{1,3}\] )?"
+                         + _FACILITY_LEVEL + rf"(?P<tag>{_TAG}):(?=[ \t]|\Z)[ \t]*(?:{_UPTIME})?")
 # dmesg -H / --reltime: '[Nov20 10:30]' opens each minute; '[  +0.000316]' is the delta to the previous line.
 _RE_DMESG_RELTIME = re.compile(
     _LEAD + r"\[(?P<mon>[A-Za-z]{3}) ?(?P<d>\d{1,2}) (?P<H>\d{2}):(?P<Mi>\d{2})(?::(?P<S>\d{2}))?\][ \t]*"
@@ -432,15 +438,15 @@ def _ctime_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Opti
     only when it is UTC/GMT (abbreviations are ambiguous)."""
 
     def handle(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
-        name = _opt(m, "zn")
+        name, tag = _opt(m, "zn"), _opt(m, "tag")
         if name is not None and name in _UTC_NAMES:
             time = _in_zone(_wall(int(m["Y"]), _month(m["mon"]) or 0, int(m["d"]), _clock(m)), _UTC)
-            return None if time is None else _stamp(fmt, m, line, time)
+            return None if time is None else _stamp(fmt, m, line, time, tag=tag, uptime=_uptime_of(m))
         resolved = _absolute(m, ctx)
         if resolved is None:
             return None
         notes = resolved[1] + ((f"zone abbreviation {name} not used",) if name else ())
-        return _stamp(fmt, m, line, resolved[0], notes)
+        return _stamp(fmt, m, line, resolved[0], notes, tag=tag, uptime=_uptime_of(m))
 
     return handle
 
@@ -672,6 +678,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_ISO8601, re.compile(r"\d"), "", _absolute_handler("iso8601")),
     (_RE_VLLM, re.compile(r"[DIWEC]"), "", _yearless_handler("vllm")),
     (_RE_JOURNAL_FULL, re.compile(r"[MTWFS]"), "", _h_journal_full),
+    (_RE_LOGREAD, re.compile(r"[MTWFS]"), "", _ctime_handler("logread")),
     (_RE_CTIME, re.compile(r"[MTWFS]"), "", _ctime_handler("ctime")),
     (_RE_RFC3164, re.compile(r"<|[^\W_]"), "", _h_rfc3164),  # a month in any script, or 11月
 )

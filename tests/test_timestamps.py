@@ -873,3 +873,22 @@ def test_dmesg_decode_names_the_facility(line: str, facility: int | None) -> Non
     """dmesg -x / --decode: the facility before the stamp, in every stamp style; a program's write to /dev/kmsg
     never has the kernel's (0), so the engine can tell it apart."""
     assert parse_line_time(line, TimeContext()).facility == facility
+
+
+@pytest.mark.parametrize(("line", "facility", "tag", "uptime", "message"), [
+    ("Tue Apr  8 16:01:10 2025 kern.err kernel: NVRM: Xid (PCI:0000:1a:00): 79", 0, "kernel", None,
+     "NVRM: Xid (PCI:0000:1a:00): 79"),
+    ("Tue Apr  8 16:01:10 2025 user.err kernel: NVRM: Xid (PCI:0000:1a:00): 79", 1, "kernel", None,
+     "NVRM: Xid (PCI:0000:1a:00): 79"),
+    ("Tue Apr  8 16:01:10 2025 [1744128070.123] kern.warn kernel: [   12.345678] mlx5_core: link down", 0, "kernel",
+     12.345678, "mlx5_core: link down"),
+    ("Tue Apr  8 16:01:10 2025 daemon.err slurmd[123]: error: Prolog failed", 3, "slurmd[123]", None,
+     "error: Prolog failed"),
+])
+def test_logread_names_the_facility_and_the_program(line: str, facility: int, tag: str, uptime: float | None,
+                                                    message: str) -> None:
+    """OpenWrt's logread: the facility and level after the ctime stamp, then 'kernel:' for the kernel log's
+    records (a program's write to /dev/kmsg among them, as user.*) or the program's own tag."""
+    parsed = parse_line_time(line, TimeContext())
+    assert (parsed.fmt, parsed.time, parsed.facility, parsed.tag, parsed.uptime, parsed.message) == (
+        "logread", datetime(2025, 4, 8, 16, 1, 10, tzinfo=UTC), facility, tag, uptime, message)
