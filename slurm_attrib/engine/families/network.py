@@ -310,7 +310,7 @@ _PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|cl
 
 _NO_INTERFACE = re.compile(r"(?i)no (?:usable listening |socket )?interface|no device found|No interface found in the "
                            r"same subnet|Invalid NCCL_COMM_ID|No valid .*pair found|getting address info|"
-                           r"neither AF_INET")
+                           r"neither AF_INET|Unable to find (?:address|interface) for")
 # torchelastic's C10dRendezvousBackend._call_store: any store call that raised while the rendezvous was being
 # joined (the inner exception is often not printed)
 _STORE_UNREACHABLE = re.compile(r"RendezvousConnectionError: The connection to the C10d store has failed")
