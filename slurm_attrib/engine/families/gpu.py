@@ -522,7 +522,12 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
             return DIAG_MEMORY
         return DIAG_NVLINK if _DCGM_NVLINK_TESTS.search(test) else DIAG_GPU
     return {"err": DIAG_GPU, "pending": DIAG_MEMORY, "remap_failure": DIAG_MEMORY, "reset": DIAG_GPU,
-            "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU}.get(finding)
+            "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU, "fabric_not_ready": DIAG_NVLINK}.get(finding)
+
+
+def _heading_above(line: Line) -> str:
+    """The nearest non-blank line above: in nvidia-smi -q, the heading of the block a field opens."""
+    return next((text.strip() for text in line.preceding(3) if text.strip()), "")
 
 
 def _dcgm_test_of(line: Line) -> str:
@@ -564,6 +569,8 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         return False  # a fan reading alone: a sensor or driver quirk, not a GPU in a bad state
     if sym.fields["finding"] == "dcgm_fail" and not sym.fields.get("test") and not sym.fields.get("reason"):
         sym.fields["test"] = _dcgm_test_of(line)  # a result the table wrapped under its test's row
+    if sym.fields["finding"] == "fabric_not_ready" and _heading_above(line) != "Fabric":
+        return False  # a State line of another block
     verdict = _diag_verdict(sym)
     if verdict is None:
         return False

@@ -18,7 +18,10 @@ _SECTION = re.compile(r"<(?P<name>volatile|aggregate)>")
 
 @decoder("smi_xml_gpu")
 def decode_smi_xml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Name the GPU from the enclosing ``<gpu id=...>``; keep counters only from ``<volatile>``."""
+    """Name the GPU from the enclosing ``<gpu id=...>``; keep counters only from ``<volatile>``, and a fabric
+    state only where it opens the ``<fabric>`` block."""
+    if sym.fields.get("state") and next((t.strip() for t in line.preceding(3) if t.strip()), "") != "<fabric>":
+        return False
     section = None
     for text in line.preceding(400):
         found = _SECTION.search(text)
