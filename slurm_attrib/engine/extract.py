@@ -33,6 +33,7 @@ from ..timestamps import (
     format_utc,
     from_epoch_micros,
     journal_tag,
+    journal_text,
     json_object,
     parse_iso,
     parse_line_time,
@@ -412,6 +413,9 @@ class _LineHandler:
         elif self.app and "mpirank:" in line.text[:80]:
             host = prefix_host(line.text)  # the SageMaker toolkit's rank prefix names the rank's host
             node = (job_node(self.ctx, host) if host else None) or node
+        if not self.app and text[:2] == '{"' and (message := _journal_message(text)) is not None:
+            self._match(line, message, None, node, stamped=text)  # `journalctl -o json`: the rules read MESSAGE
+            return
         if not self._match(line, text, stream, node) and self.app:
             rest = after_log_prefix(text)  # '2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: ...'
             if rest is not None and not _LOGGED_LEVEL.search(text[:len(text) - len(rest)]):
@@ -625,6 +629,13 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
     if text[:1] == '"':
         return _csv_record(text, stamp, timectx) or stamp
     return stamp
+
+
+def _journal_message(text: str) -> Optional[str]:
+    """The MESSAGE of a ``journalctl -o json`` record, decoded (its quotes and escapes as the kernel wrote them,
+    the end of the message where a rule's ``$`` expects it), or None for any other line."""
+    record = json_object(text) if '"__REALTIME_TIMESTAMP"' in text else None
+    return None if record is None else journal_text(record.get("MESSAGE"))
 
 
 def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
