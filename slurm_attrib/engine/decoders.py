@@ -574,6 +574,31 @@ def decode_oom_record(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[
     return True
 
 
+@decoder("memcg_oom_report")
+def decode_memcg_report(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A memory cgroup's OOM report: its memcg (the 'Task in' line, or the one above the usage line) names the
+    job; the kill's own line after it, when logged, decides, so the report steps back to context. Only the
+    report's first line counts as the candidate: the usage line under a 'Task in' line is the same report."""
+    memcg = sym.fields.get("memcg") or sym.fields.get("limit_memcg")
+    if memcg is None:
+        for previous in line.preceding(3):
+            match = _TASK_MEMCG.search(previous) or _LIMIT_MEMCG.search(previous)
+            if match:
+                return False  # the report's first line is the symptom
+    if memcg is not None:
+        _record_memcg(sym, str(memcg))
+    for text in line.iter_following(400):
+        if "invoked oom-killer:" in text or _TASK_MEMCG.search(text):
+            break  # the next report: this one's kill was not logged
+        if any(marker in text for marker in _OOM_KILLED):
+            sym.role, sym.strength = "context", 0
+            break
+    return True
+
+
+_LIMIT_MEMCG = re.compile(r"Memory limit reached of cgroup (\S+)")
+
+
 @decoder("memory_hw_error")
 def decode_memory_hw(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Uncorrected (EDAC UE, GHES fatal, a Machine Check Exception) is the node's fault; GHES 'recoverable'
