@@ -64,12 +64,14 @@ CONTAINED = Verdict("candidate", "unknown", "unknown", 40,
 FABRIC = Verdict("candidate", "nvlink", "infrastructure", 70,
                  "802 'system not yet initialized': the NVSwitch fabric is not up (nvidia-fabricmanager / NVLSM)")
 # 'all CUDA-capable devices are busy or unavailable' (46): the GPU in an exclusive compute mode another process
-# holds (a job layout that puts two ranks on one GPU, another tenant), or one that needs a reset; a kernel Xid
-# or the driver's reset-required line decides for the hardware, alone both readings and no node named
+# holds (a job layout that puts two ranks on one GPU; a process an earlier job left behind, which the node's
+# cleanup should have reaped, or another tenant the node's GPU isolation let in), or one that needs a reset; a
+# kernel Xid or the driver's reset-required line decides for the hardware, alone all three readings, no node named
 GPU_UNAVAILABLE = Verdict("candidate", "unknown", "unknown", 45,
-                          "the GPU is held by another process (exclusive compute mode: two ranks on one GPU, "
-                          "another job) or needs a reset; the node's kernel log or nvidia-smi tells",
-                          readings=("gpu_hardware", "application"))
+                          "the GPU is held by another process (exclusive compute mode: two ranks on one GPU, a "
+                          "process an earlier job left behind, another job) or needs a reset; the node's kernel "
+                          "log and nvidia-smi (its processes, memory in use) tell",
+                          readings=("gpu_hardware", "node_failure", "application"))
 DRIVER_MISMATCH = Verdict("candidate", "node_failure", "unknown", 45,
                           "the node's driver and the CUDA libraries disagree (a container's own CUDA forward-"
                           "compatibility libraries on a driver they do not support, or a driver updated without "
