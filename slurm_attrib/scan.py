@@ -88,6 +88,9 @@ class Line:
     lineno: int
     offset: int
     rules: frozenset[int] = frozenset()  # rule indexes of the prefilter's hits, or ANY_RULE
+    # a collection tool's prefix the reader took off this line ('node-03: ', pdsh's): taken off the
+    # neighbours that carry it too, so they read as the same stream's lines
+    lead: str = ""
     _buf: bytes = field(repr=False, default=b"")
     _start: int = field(repr=False, default=0)
     _end: int = field(repr=False, default=0)
@@ -104,12 +107,15 @@ class Line:
         """The lines of :meth:`following`, decoded one at a time: a search that stops at the first
         line it wants does not decode the rest."""
         for begin, stop in self.following_spans(limit):
-            yield decode(self._buf[begin:stop])
+            yield self._unlead(decode(self._buf[begin:stop]))
 
     def preceding(self, limit: int = 200) -> Iterator[str]:
         """Lines before this one, nearest first, within the look-back window."""
         for begin, stop in self.preceding_spans(limit):
-            yield decode(self._buf[begin:stop])
+            yield self._unlead(decode(self._buf[begin:stop]))
+
+    def _unlead(self, text: str) -> str:
+        return text[len(self.lead):] if self.lead and text.startswith(self.lead) else text
 
     @property
     def start(self) -> int:

@@ -406,7 +406,7 @@ class _LineHandler:
         stream, text = self.stamps.hit(line) if self.app else (None, line.text)
         node = self.bf.node
         if self.app and stream is None and text[:1].isalnum():
-            node, stream, text = self._collected(node, text)
+            node, stream, text = self._collected(node, line, text)
         elif self.app and "ip=" in line.text[:200]:
             address = prefix_address(line.text)  # a Ray worker's line names its node's address
             node = (job_node(self.ctx, address) if address else None) or node
@@ -477,7 +477,7 @@ class _LineHandler:
         fields["node_from_label"] = True
         return True
 
-    def _collected(self, node: Optional[str], text: str) -> tuple[Optional[str], Optional[Stream], str]:
+    def _collected(self, node: Optional[str], line: Line, text: str) -> tuple[Optional[str], Optional[Stream], str]:
         """A line as pdsh or clush hand it on (the DeepSpeed and Horovod launchers run ranks through them):
         ``node-03: [rank9]: Traceback ...``. Only a job node's name or address counts as the prefix, so
         ``RuntimeError: ...`` stays the message it is; the rest is read for its rank prefix as usual."""
@@ -485,6 +485,7 @@ class _LineHandler:
         named = job_node(self.ctx, prefix.group(1)) if prefix else None
         if prefix is None or named is None:
             return node, None, text
+        line.lead = text[:prefix.end()]
         stream, rest = split_rank(text[prefix.end():])
         return named, stream, rest
 
@@ -493,7 +494,7 @@ class _LineHandler:
         if stamp.fmt == "journal_field":
             return journal_record(line, stamp, self.timectx)
         if stamp.time is None and self.app:
-            shipped = shipped_stamp(line.text)
+            shipped = shipped_stamp(line.text[len(line.lead):])  # after pdsh's 'node-03: ', where it was taken off
             if shipped:  # the program's line had no time of its own: the shipper's says when it was read
                 found = self.stamps.stamp(shipped)
                 stamp = ParsedStamp(time=found.time, message=stamp.message, fmt=found.fmt, host=None, uptime=None,
