@@ -3,8 +3,10 @@ reason, and the diagnosis can list it."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -16,7 +18,7 @@ from ..bundle import BundleFile
 from ..model import SOURCE_APP, Symptom, connector_of
 from ..ruleset import Rule
 from ..safeio import open_regular
-from ..scan import decode
+from ..scan import decode, open_evidence
 from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
 from .context import EngineContext
 from .params import str_list
@@ -194,18 +196,19 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
     """Why ``bf`` may not be cut after line ``last`` (another job's end line): a line before it stamped inside
     this job's window (named), no line after it (a file appended to holds this job's output after the earlier
     job's end: one that ends with the line is the job's own output, which printed it), the file too long to
-    read, or unreadable; None when the cut stands (and for a compressed file, which is not read twice)."""
-    if bf.path.suffix == ".gz":
-        return None
+    read, or unreadable; None when the cut stands. A compressed file is read decompressed."""
     timectx = _app_time_context(ctx, bf)
     try:
-        handle = open_regular(bf.path)
+        handle = open_evidence(bf.path)
     except OSError:
         return "the file could not be read"
     read, lineno, at_head = 0, 1, True
     with handle:
         while True:
-            raw = handle.readline(64 << 10)  # a piece of a longer line is read on, only its head is parsed
+            try:
+                raw = handle.readline(64 << 10)  # a piece of a longer line is read on, only its head is parsed
+            except (OSError, EOFError, zlib.error):
+                return "the file could not be read to its end"  # an I/O error, a truncated archive
             if not raw:
                 return "no line follows it"
             read += len(raw)
@@ -497,18 +500,18 @@ def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
 
 def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
     """The file's own first bytes (up to 4 KiB) of the lines at ``offsets``: what the scan read before it cut
-    terminal escapes from the text (srun and the Slurm daemons never colour). Nothing for a compressed or
-    unreadable file."""
-    if path is None or path.suffix == ".gz":
+    terminal escapes from the text (srun and the Slurm daemons never colour); a compressed file's, decompressed
+    (the offsets count its decompressed bytes). Nothing for an unreadable file."""
+    if path is None:
         return {}
     heads: dict[int, bytes] = {}
     try:
-        with open_regular(path) as handle:
+        with open_evidence(path) as handle:
             for offset in sorted(set(offsets)):
                 if offset >= 0:
                     handle.seek(offset)
                     heads[offset] = handle.read(4096).split(b"\n", 1)[0]
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         return heads
     return heads
 
@@ -722,7 +725,7 @@ def _progress_lines(ctx: EngineContext, tail_bytes: int, end: datetime
     one is found: the last steps sit just before the failure's output."""
     found: list[tuple[datetime, str, Optional[str]]] = []
     for bf in ctx.bundle.files:
-        if bf.source != SOURCE_APP or bf.path.suffix == ".gz":
+        if bf.source != SOURCE_APP:
             continue
         timectx = _app_time_context(ctx, bf)
         for raw in _lines_backwards(bf.path, tail_bytes):
@@ -741,7 +744,11 @@ def _progress_lines(ctx: EngineContext, tail_bytes: int, end: datetime
 
 def _lines_backwards(path: Path, limit: int, block: int = 64 << 10) -> Iterator[bytes]:
     """The whole lines of the last ``limit`` bytes of the regular file ``path``, last first, read a block at a
-    time; nothing from a file that cannot be opened (extraction's coverage says why)."""
+    time; nothing from a file that cannot be opened (extraction's coverage says why). A compressed file is
+    decompressed from its start (keeping only its last ``limit`` bytes), up to GZ_TAIL_READ_BYTES."""
+    if path.suffix == ".gz":
+        yield from _gz_lines_backwards(path, limit)
+        return
     try:
         handle = open_regular(path)
     except OSError:
@@ -760,6 +767,32 @@ def _lines_backwards(path: Path, limit: int, block: int = 64 << 10) -> Iterator[
             yield from reversed(lines[1:])
         if floor == 0 and carry:
             yield carry
+
+
+GZ_TAIL_READ_BYTES = 256 << 20  # a compressed log that decompresses to more is not read for its tail
+
+
+def _gz_lines_backwards(path: Path, limit: int) -> Iterator[bytes]:
+    tail, total = b"", 0
+    try:
+        with open_evidence(path) as stream:
+            while True:
+                try:
+                    chunk = stream.read(1 << 20)
+                except (EOFError, zlib.error, gzip.BadGzipFile):
+                    break  # a truncated or corrupt archive: its tail is what came before the damage
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > GZ_TAIL_READ_BYTES:
+                    return
+                tail = (tail + chunk)[-(limit + 1):]
+    except OSError:
+        return
+    lines = tail.split(b"\n")
+    if total > limit:
+        lines = lines[1:]  # the first is cut: not a whole line
+    yield from reversed(lines)
 
 
 @rule("filter.exception_long_before_end")
