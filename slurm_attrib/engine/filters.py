@@ -648,12 +648,20 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
     began = _last_stall(sorted(starts), margin)
     ctx.hang = (began, margin)
+    reported = min((sym.time for sym in ctx.active() if sym.kind == "watchdog_timeout" and sym.time is not None
+                    and not sym.fields.get("time_inferred") and sym.time >= began), default=began)
     count = 0
     for sym in ctx.active():
         physical = sym.responsible == "infrastructure" or sym.category == "host_oom"
         if sym.role != "candidate" or not physical:
             continue
         latest = latest_time(sym)
+        if sym.time is not None and not sym.fields.get("time_inferred") and sym.time > reported + margin:
+            # the watchdogs had already reported the stuck collectives and the job was being torn down
+            _to_context(sym, f"logged {int((sym.time - reported).total_seconds())} s after the job's watchdogs "
+                             f"reported its stuck collectives ({format_utc(reported)}): not shown to have caused them")
+            count += 1
+            continue
         # a file system outage still a candidate never logged its recovery ('server X OK' makes it context): it
         # lasts, and the ranks that do not read from it run on until one does
         if latest is not None and latest < began - margin and sym.category != "storage":

@@ -39,10 +39,17 @@ _CRI_STREAM = r"(?: (?:stdout|stderr) [FP])?"
 _COLUMN_OPEN = r"(?: {0,4}\| )?"
 _COLUMN_CLOSE = r"(?: \|)?"
 _CTIME_SHIPPED = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
-SHIPPED_STAMP_PATTERN = f"(?:{_COLUMN_OPEN}{_RFC3339_SHIPPED}{_COLUMN_CLOSE}{_CRI_STREAM} |{_CTIME_SHIPPED})"
+# a collector's local date and clock, to the minute or finer, before PyTorch's own rank prefix (' 2025-02-18
+# 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] ...'): taken only before such a prefix, whose
+# line then carries its own, finer stamp
+_NAIVE_SHIPPED = r" ?\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?"
+_TORCH_RANK_NEXT = r"(?=\[(?:rank|default)\d+\]:)"
+SHIPPED_STAMP_PATTERN = (f"(?:{_COLUMN_OPEN}{_RFC3339_SHIPPED}{_COLUMN_CLOSE}{_CRI_STREAM} |{_CTIME_SHIPPED}|"
+                         f"{_NAIVE_SHIPPED} )")
 _WEEKDAY_INITIALS = frozenset("MTWFS")
 _SHIPPED_STAMP = re.compile(f"{_COLUMN_OPEN}(?P<at>{_RFC3339_SHIPPED}){_COLUMN_CLOSE}{_CRI_STREAM} |"
-                            f"(?P<ctime>{_CTIME_SHIPPED})(?=\\[(?:\\d+,)?\\d+\\]<(?:stdout|stderr|stddiag)>)")
+                            f"(?P<ctime>{_CTIME_SHIPPED})(?=\\[(?:\\d+,)?\\d+\\]<(?:stdout|stderr|stddiag)>)|"
+                            f"(?P<naive>{_NAIVE_SHIPPED}) {_TORCH_RANK_NEXT}")
 # Docker's json-file log driver (the files `docker logs` reads, and what some shippers export): one JSON object
 # per line, the program's line in "log" with its newline, and the time the daemon read it,
 # {"log":"[1,5]<stderr>:RuntimeError: ...\n","stream":"stderr","time":"2024-07-10T11:52:03.000074123Z"}.
@@ -80,7 +87,8 @@ def _shipped(text: str) -> tuple[str, int]:
     """The shipper's stamp at the start of ``text`` and where the line it carries begins."""
     first = text[:1]
     match = _SHIPPED_STAMP.match(text) if first.isdecimal() or first in _WEEKDAY_INITIALS or first in " |" else None
-    return ((match.group("at") or match.group("ctime")), match.end()) if match else ("", 0)
+    return ((match.group("at") or match.group("ctime") or match.group("naive").lstrip()), match.end()) if match \
+        else ("", 0)
 
 
 def _json_wrapped(text: str) -> Optional[tuple[str, str]]:
