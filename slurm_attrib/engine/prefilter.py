@@ -21,7 +21,7 @@ from typing import Any
 
 from ..ruleset import Rule
 from ..scan import Prefilter, RegexPrefilter
-from . import bytepattern
+from . import bytepattern, ranks
 from .bytepattern import Untranslatable, translate
 from .dbcache import cached_database
 
@@ -101,7 +101,7 @@ def _source(rule: Rule) -> tuple[Any, ...]:
 def _translator() -> str:
     """A digest of the code that turns rules into patterns: a changed translation misses the cache."""
     digest = hashlib.sha256()
-    for module in (bytepattern, sys.modules[__name__]):
+    for module in (bytepattern, ranks, sys.modules[__name__]):  # ranks: the prefixes a pattern may follow
         try:
             digest.update(Path(str(module.__file__)).read_bytes())
         except (OSError, TypeError):
