@@ -150,6 +150,14 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
     unreadable = [f"{node} ({state})" for node, state in ctx.job.node_bundles if state not in ("ok", "missing")]
     culprits = _lost_nodes(ctx)
     root = min(reports, key=Symptom.sort_key) if reports else None
+    launches = [s for s in ctx.active() if s.kind == "node_launch_failure"]
+    if not culprits and launches:
+        # a cloud node that never came up: Slurm's NODE_FAIL names no machine that ran the job
+        root = min(launches, key=Symptom.sort_key)
+        ctx.outcome.annotations.append("the node never came up (cloud capacity, quota or resume): none to blame")
+        return _decide(ctx, rule_, status="attributed", category="node_failure", responsible="infrastructure",
+                       root=root, culprit_nodes=[], summary=f"node failure: {root.summary}",
+                       annotations=list(ctx.outcome.annotations))
     if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
         culprits, root = [leader.node], leader
     if not culprits and len(ctx.job.nodes) == 1:

@@ -361,3 +361,11 @@ def decode_plugin_load(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
         sym.actions = ("the site's Slurm installation: rebuild or reinstall the plugin's library (for mpi/pmix, "
                        "the PMIx it was built against), then check 'srun --mpi=list'",)
     return True
+
+
+@decoder("cloud_node_launch")
+def decode_cloud_node_launch(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A node that never came up names no machine to blame: the symptom has no node (its evidence still says
+    which file the line was read from)."""
+    sym.node = None
+    return True
