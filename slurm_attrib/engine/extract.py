@@ -6,7 +6,7 @@ import csv
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Optional
@@ -452,6 +452,8 @@ class _LineHandler:
             own = _said_time(groups.get("at"), stamp, self.timectx)
             if own is not None:
                 stamp = own
+            elif self.kernel:
+                stamp = _monotonic_over_wall(stamp, self.timectx, groups)
             elif "time taken from a preceding line" in stamp.assumptions:
                 upper = next_time(line, stream, self.timectx, self.stamps)
                 groups["time_inferred"] = "preceding line"
@@ -630,6 +632,24 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
     if text[:1] == '"':
         return _csv_record(text, stamp, timectx) or stamp
     return stamp
+
+
+CLOCK_CONFLICT_S = 120  # a wall stamp further than this from boot time + the kernel's own uptime is not the line's
+
+
+def _monotonic_over_wall(stamp: ParsedStamp, timectx: TimeContext, groups: dict[str, Any]) -> ParsedStamp:
+    """A kernel line stamped twice, by the syslog daemon's wall clock and by the kernel's '[uptime]', whose two
+    times disagree by more than CLOCK_CONFLICT_S with the node's boot time known: the kernel's counts from boot
+    (the wall clock was stepped since, or the daemon read the ring buffer late), so its time is the line's."""
+    if stamp.time is None or stamp.uptime is None or timectx.boot_time is None:
+        return stamp
+    kernel = timectx.boot_time + timedelta(seconds=stamp.uptime)
+    off = (stamp.time - kernel).total_seconds()
+    if abs(off) <= CLOCK_CONFLICT_S:
+        return stamp
+    groups["wall_stamp_off_s"] = str(int(off))
+    note = f"time from the kernel's uptime and the boot time: the wall stamp was {int(off)} s off"
+    return replace(stamp, time=kernel, assumptions=tuple(sorted({*stamp.assumptions, note})))
 
 
 def _journal_message(text: str) -> Optional[str]:

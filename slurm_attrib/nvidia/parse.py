@@ -83,8 +83,11 @@ _SXID_RE = re.compile(
     r"(?:,\s*(?:(?P<sev>Fatal|Non-fatal|Nonfatal)|(?=Severity (?P<sevnum>\d+) )))?(?:,\s*Link\s+(?P<link>\d+))?"
     r"(?:,?\s*(?P<msg>.*))?"
 )
+# 'NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.' (NV_DEV_PRINTF, osinit.c), and older drivers' 'NVRM: GPU
+# at 0000:01:00.0 has fallen off the bus.'
 _FOB_SINGLE_RE = re.compile(
-    r"NVRM: GPU (?:PCI:)?(?P<pci>" + _GPU_PCI + r"(?:\.[0-7])?):\s*GPU has fallen off the bus"
+    r"NVRM: GPU (?:PCI:)?(?P<pci>" + _GPU_PCI + r"(?:\.[0-7])?):\s*GPU has fallen off the bus|"
+    r"NVRM: GPU at (?:PCI:)?(?P<pci_at>" + _GPU_PCI + r"(?:\.[0-7])?) has fallen off the bus"
 )
 _FOB_MULTI_RE = re.compile(
     r"NVRM: The NVIDIA GPU (?P<pci>" + _GPU_PCI + r"(?:\.[0-7])?)(?P<tail>.*)", re.DOTALL
@@ -204,7 +207,7 @@ def parse_fallen_off_bus(message: str) -> str | None:
     """
     single = _FOB_SINGLE_RE.search(message)
     if single is not None:
-        return normalise_pci(single["pci"])
+        return normalise_pci(single["pci"] or single["pci_at"])
     multi = _FOB_MULTI_RE.search(message)
     if multi is None:
         return None
