@@ -677,6 +677,28 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
+@rule("filter.fault_after_failure")
+def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
+    """A physical fault stamped well after the launcher recorded the job's failure (see the rule's description)."""
+    kinds = set(str_list(rule_, "failure_kinds"))
+    records = [sym.time for sym in ctx.active() if sym.kind in kinds and sym.time is not None
+               and not sym.fields.get("time_inferred")]
+    if not records:
+        return 0
+    failed = min(records)
+    margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
+    count = 0
+    for sym in ctx.active():
+        physical = sym.responsible == "infrastructure" or sym.category == "host_oom"
+        if sym.role != "candidate" or not physical or sym.time is None or sym.fields.get("time_inferred"):
+            continue
+        if sym.time > failed + margin:
+            _to_context(sym, f"logged {int((sym.time - failed).total_seconds())} s after the launcher recorded the "
+                             f"job's failure ({format_utc(failed)}): not shown to have caused it")
+            count += 1
+    return count
+
+
 # a training-progress line: a loss value as trainers log it each step ('loss 2.920', 'lm loss: 9.2E+00',
 # "{'loss': 2.1, ...}", 'train_loss=2.1', 'reduced_train_loss=…'); an error line that names a loss is none
 _PROGRESS = re.compile(r"(?i)(?<![a-z])(?:[a-z]+[_ ])?loss['\"]?\s*[:=]?\s*['\"]?(?:tensor\()?[-+]?(?:\d|nan\b|inf\b)")
