@@ -403,6 +403,14 @@ def decode_module(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     return True
 
 
+@decoder("net_bond_state")
+def decode_bond(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A bond with an active interface again is the recovery."""
+    if sym.fields.get("state") == "active interface up":
+        _apply(sym, Verdict("context", meaning="the bond has an active interface again"))
+    return True
+
+
 @decoder("net_link_state")
 def decode_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Only 'down' is a fault; 'up' is the recovery."""
