@@ -103,6 +103,12 @@ NO_DEVICE = Verdict("candidate", "unknown", "unknown", 30,
                     "no GPU visible to the process: the node's driver or devices, or the job's GPU request "
                     "(a step launched without --gpus, CUDA_VISIBLE_DEVICES)")
 TEARDOWN = Verdict("teardown", "unknown", "unknown", 0, "the CUDA context was already going away")
+# the driver's own user-space library (libcuda, NVML) missing for the process: the node's driver, or the job's
+# container or placement (app.gpu_driver_library_missing)
+DRIVER_LIBRARY_MISSING = Verdict("candidate", "unknown", "unknown", 40,
+                                 "the NVIDIA driver's library is not visible to the process: the node's driver not "
+                                 "installed or loaded, a container without the NVIDIA runtime, or a node without GPUs",
+                                 readings=("node_failure", "application"))
 
 
 @dataclass(frozen=True)
@@ -469,6 +475,13 @@ def decode_level_zero_memory(ctx: EngineContext, sym: Symptom, line: Line, extra
         sym.kind, sym.category, sym.strength = "host_alloc_error", "host_oom", 45
         sym.actions = ("reduce the job's host memory use (DataLoader workers, pinned buffers) or ask for more "
                        "memory per node",)
+    return True
+
+
+@decoder("gpu_driver_library_missing")
+def decode_driver_library_missing(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The node's driver or the job's container: both readings (see DRIVER_LIBRARY_MISSING)."""
+    apply_verdict(sym, DRIVER_LIBRARY_MISSING)
     return True
 
 
