@@ -54,10 +54,10 @@ class RegexPrefilter:
 
 
 def anchor_regex(anchor: bytes) -> bytes:
-    """An escaped literal anchor; one that ends a line (``Error\\n``) also ends one written with CRLF
-    (``Error\\r\\n``: a Windows editor, a log shipped through a terminal), as the decoded line drops the CR."""
+    """An escaped literal anchor; one that ends a line (``Error\\n``) also ends one with blanks after it or
+    written with CRLF (``Error  \\r\\n``: padded output, a Windows editor, a log shipped through a terminal)."""
     if anchor.endswith(b"\n"):
-        return re.escape(anchor[:-1]) + b"\r*\n"
+        return re.escape(anchor[:-1]) + b"[ \t\r]*\n"
     return re.escape(anchor)
 
 

@@ -29,12 +29,13 @@ def test_line_numbers_and_offsets() -> None:
     assert data[hits[1].offset:].startswith(b"XID again")
 
 
-def test_an_anchor_that_ends_a_line_ends_a_crlf_line_and_the_last_line_without_its_newline() -> None:
-    data = b"KeyError\r\nmid Error word\r\nIndexError\nValueError"
+def test_an_anchor_that_ends_a_line_ends_a_crlf_or_padded_line_and_the_last_line_without_its_newline() -> None:
+    data = b"KeyError\r\nmid Error word\r\nIndexError\nValueError  \nTypeError"
     hits = _hits(data, [b"Error\n"])
-    assert [(h.lineno, h.text) for h in hits] == [(1, "KeyError"), (3, "IndexError"), (4, "ValueError")]
+    assert [(h.lineno, h.text) for h in hits] == [(1, "KeyError"), (3, "IndexError"), (4, "ValueError  "),
+                                                  (5, "TypeError")]
     stats = scan_bytes(data, RegexPrefilter([b"Error\n"]), lambda _line: None)
-    assert stats.lines == 4 and stats.bytes == len(data)
+    assert stats.lines == 5 and stats.bytes == len(data)
 
 
 def test_control_sequences_are_cut_and_offsets_stay_the_files(monkeypatch: pytest.MonkeyPatch) -> None:
