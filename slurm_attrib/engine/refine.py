@@ -314,7 +314,8 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     floor = int(rule_.params.get("unplaced_min_strength", 40))
     leader = _at_the_hang(ctx, leader, timed)
     leader = _bystander_yields(ctx, leader, candidates, floor)
-    leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor)]
+    leaders = [leader, *_co_leaders(ctx, leader, timed, tier), *_unplaced(ctx, leader, candidates, floor),
+               *_untimed_twins(leader, candidates)]
     leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
     leaders += _fault_just_after(ctx, leader, timed, leaders)
     for sym in leaders:
@@ -442,6 +443,20 @@ def _unplaced(ctx: EngineContext, leader: Symptom, candidates: list[Symptom], fl
         if any(o.category == sym.category for o in out):
             continue
         out.append(sym)
+    return out
+
+
+def _untimed_twins(leader: Symptom, candidates: list[Symptom]) -> list[Symptom]:
+    """An untimed infrastructure fault and the same fault, as strong, on another node, also untimed (a switch that
+    took every port down at once, logged by each host): nothing says which node's came first or whose it is, so
+    neither node is named alone. One per node."""
+    if leader.time is not None or leader.responsible != "infrastructure" or leader.node is None:
+        return []
+    out: list[Symptom] = []
+    for sym in candidates:
+        if sym.time is None and sym.kind == leader.kind and sym.strength >= leader.strength and sym.node \
+                and sym.node != leader.node and all(o.node != sym.node for o in out):
+            out.append(sym)
     return out
 
 
