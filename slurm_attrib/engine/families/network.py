@@ -403,6 +403,15 @@ def decode_module(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     return True
 
 
+@decoder("net_tx_timeout")
+def decode_tx_timeout(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A queue paused by flow control from the network (ice's 'Fake Tx hang ... PFC storm' after it) is no fault
+    of this NIC."""
+    if any("Fake Tx hang detected" in text for text in line.iter_following(40)):
+        _apply(sym, Verdict("context", meaning="the queue was paused by a PFC storm from the network, not this NIC"))
+    return True
+
+
 @decoder("net_bond_state")
 def decode_bond(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A bond with an active interface again is the recovery."""
