@@ -453,12 +453,16 @@ AMD_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75, "uncorrect
 @decoder("amdgpu")
 def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Which amdgpu line it is: a GPU that cannot start or an uncorrectable RAS error is the GPU's; a ring
-    timeout, the reset it starts and a VM page fault carry both readings. The GPU is the one the line's
-    PCI address names."""
+    timeout and the reset it starts carry both readings; a VM page fault (gmc's '[gfxhub] page fault ...,
+    for process <comm> pid <n>') is a process's access its GPU page tables refused, the MMU fault NVIDIA
+    logs as Xid 31: the code's, as app.gpu_hsa_fault's page faults are. The GPU is the one the line's PCI
+    address names."""
     error = str(sym.fields.get("error", ""))
     if "uncorrectable" in error:
         apply_verdict(sym, AMD_MEMORY if str(sym.fields.get("block", "")).lower() == "umc" else AMD_UNCORRECTABLE)
-    elif "timeout" in error or "reset begin" in error or "page fault" in error:
+    elif "page fault" in error:
+        apply_verdict(sym, KERNEL_BUG)
+    elif "timeout" in error or "reset begin" in error:
         apply_verdict(sym, INDETERMINATE)
     else:
         apply_verdict(sym, AMD_CANNOT_START)
