@@ -218,7 +218,8 @@ COLLECTED_HOST = r"[A-Za-z0-9][\w.-]{0,62}"  # a host as pdsh and clush print it
 _RE_COLLECTED = re.compile(
     r"[ \t]*(?:(?:(?P<path>/[^\s:]{1,255}|[\w.-]{0,64}(?:messages|syslog|kern\.log|dmesg|journal)[\w.-]{0,32})"
     r"(?::\d{1,12})?|(?P<host>" + COLLECTED_HOST + r")):[ \t]?"
-    r"|(?P<lineno>\d{1,12})(?:\t| +))"  # a line-number column: cat -n and nl (tab), less -N and editors (blanks)
+    r"|(?P<lineno>\d{1,12})(?:\t| +)"  # a line-number column: cat -n and nl (tab), less -N and editors (blanks)
+    r"|(?P<quote>(?:>[ \t]?){1,8}))"  # a mail or Markdown quote marker before a pasted line
 )
 
 _RE_ISO_FULL = re.compile(
@@ -711,6 +712,8 @@ def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
         return stamp
     if collected["lineno"] is not None:
         return replace(inner, assumptions=tuple(sorted({*inner.assumptions, "line prefixed by a line number"})))
+    if collected["quote"] is not None:
+        return replace(inner, assumptions=tuple(sorted({*inner.assumptions, "line quoted (a pasted log)"})))
     host = collected["host"]
     if host == "kernel":  # a forwarder that kept the kernel's tag and dropped the rest
         return replace(inner, tag=inner.tag or host)

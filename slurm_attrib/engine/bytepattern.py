@@ -29,6 +29,7 @@ from .ranks import (
     COLLECTED_HOST_PATTERN,
     JSON_WRAPPER_PATTERN,
     LOG_PREFIX_PATTERN,
+    QUOTE_PREFIX_PATTERN,
     RANK_PREFIX_PATTERN,
     SHIPPED_STAMP_PATTERN,
 )
@@ -147,7 +148,8 @@ class _Emitter:
         if where in _DROPPED_AT:
             return b""
         if where in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
-            return b"^" + (b"(?:\\xef\\xbb\\xbf)?(?:" + JSON_WRAPPER_BYTES + b")?(?:" + SHIPPED_STAMP_BYTES + b")?(?:"
+            return b"^" + (b"(?:\\xef\\xbb\\xbf)?(?:" + QUOTE_PREFIX_BYTES + b")?(?:" + JSON_WRAPPER_BYTES + b")?(?:"
+                           + SHIPPED_STAMP_BYTES + b")?(?:"
                            + COLLECTED_HOST_BYTES + b")?(?:" + RANK_PREFIX_BYTES + b")*(?:" + LOG_PREFIX_BYTES
                            + b"(?:" + RANK_PREFIX_BYTES + b")*)?"
                            if self.rank_prefixed else b"")
@@ -256,6 +258,7 @@ def _prefix_bytes(pattern: str) -> bytes:
 
 
 RANK_PREFIX_BYTES = _prefix_bytes(RANK_PREFIX_PATTERN)
+QUOTE_PREFIX_BYTES = _prefix_bytes(QUOTE_PREFIX_PATTERN)
 SHIPPED_STAMP_BYTES = _prefix_bytes(SHIPPED_STAMP_PATTERN)
 JSON_WRAPPER_BYTES = _prefix_bytes(JSON_WRAPPER_PATTERN)
 COLLECTED_HOST_BYTES = _prefix_bytes(COLLECTED_HOST_PATTERN)

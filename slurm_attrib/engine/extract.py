@@ -50,6 +50,7 @@ from .ranks import (
     pg_rank,
     prefix_address,
     prefix_host,
+    quote_end,
     shipped_stamp,
     split_rank,
     stream_key,
@@ -403,7 +404,11 @@ class _LineHandler:
         self.symptom_lines += self.found > before
 
     def _judge(self, line: Line) -> None:
-        stream, text = self.stamps.hit(line) if self.app else (None, line.text)
+        # a kernel line quoted by whoever pasted the log ('> [ 12.5] NVRM: ...') is read as the line it quotes, and
+        # so are its neighbours (a record's field lines, a call trace)
+        if not self.app and (quoted := quote_end(line.text)):
+            line.lead = line.text[:quoted]
+        stream, text = self.stamps.hit(line) if self.app else (None, line.text[len(line.lead):])
         node = self.bf.node
         if self.app and stream is None and text[:1].isalnum():
             node, stream, text = self._collected(node, line, text)
@@ -741,7 +746,7 @@ def journal_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Pars
     fields: dict[str, object] = {}
     head: Optional[ParsedStamp] = None
     forged = False
-    pretty = _PRETTY_FIELD.match(line.text) is not None
+    pretty = _PRETTY_FIELD.match(line.text[len(line.lead):]) is not None
     field_of = _pretty_field if pretty else _export_field
     for text in line.preceding(JOURNAL_RECORD_LINES):
         found = field_of(text)

@@ -22,7 +22,7 @@ from ..scan import decode, open_evidence
 from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
 from .context import EngineContext
 from .params import str_list
-from .ranks import shipped_stamp, split_rank
+from .ranks import quote_end, shipped_stamp, split_rank
 from .registry import rule
 from .timeinfer import latest_time, shift_time, time_context
 
@@ -518,6 +518,8 @@ def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
 
 def _program_written(raw: str) -> str:
     """Why a line in Slurm's words was written by a program rather than srun or a Slurm daemon, or ""."""
+    if quote_end(raw.lstrip("\x00")):
+        return "the line is quoted"  # srun and the daemons never quote their own lines
     stream, rest = split_rank(raw)
     if stream is not None:
         return "the line carries a task's prefix"

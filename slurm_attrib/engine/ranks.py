@@ -63,6 +63,10 @@ _RAY_ADDRESS = re.compile(r"\s*\((?:[A-Za-z_][\w.:-]*(?: rank=\d+)? )?pid=\d+, i
 # when it names a job node (extract decides), so "RuntimeError: " stays the message. Also in the prefilter's
 # bytes, where any such word is let through.
 COLLECTED_HOST_PATTERN = rf"({COLLECTED_HOST}): "
+# a quoted line as mail and Markdown paste it ('> [rank3]: Traceback ...', '>> ' in a reply): presentation, not
+# the program's; read past at the line's start like a shipper's stamp
+QUOTE_PREFIX_PATTERN = r"(?:>[ \t]?){1,8}"
+_QUOTE_PREFIX = re.compile(QUOTE_PREFIX_PATTERN)
 
 # ProcessGroupNCCL's log prefix names the process group and the rank in it ("[PG 0 Rank 3] " in PyTorch 2.2
 # and 2.3, "[PG ID 0 PG GUID 0(default_pg) Rank 3] " since createLogPrefix); only the default group's (id 0)
@@ -83,12 +87,22 @@ def shipped_stamp(text: str) -> str:
     return _shipped(text)[0]
 
 
+def quote_end(text: str) -> int:
+    """Where a line begins after a mail or Markdown quote marker at its start (0 without one)."""
+    if text[:1] != ">":
+        return 0
+    match = _QUOTE_PREFIX.match(text)
+    return match.end() if match else 0
+
+
 def _shipped(text: str) -> tuple[str, int]:
-    """The shipper's stamp at the start of ``text`` and where the line it carries begins."""
-    first = text[:1]
-    match = _SHIPPED_STAMP.match(text) if first.isdecimal() or first in _WEEKDAY_INITIALS or first in " |" else None
+    """The shipper's stamp at the start of ``text`` (after a quote marker) and where the line it carries begins."""
+    quoted = quote_end(text)
+    first = text[quoted:quoted + 1]
+    match = _SHIPPED_STAMP.match(text, quoted) if first.isdecimal() or first in _WEEKDAY_INITIALS or first in " |" \
+        else None
     return ((match.group("at") or match.group("ctime") or match.group("naive").lstrip()), match.end()) if match \
-        else ("", 0)
+        else ("", quoted)
 
 
 def _json_wrapped(text: str) -> Optional[tuple[str, str]]:
@@ -123,6 +137,8 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
     if text[:1] == "\ufeff":  # a byte-order mark opens a file's first line
         text = text[1:]
+    if text[:1] == ">":
+        text = text[quote_end(text):]
     if text[:1] == "{":
         wrapped = _json_wrapped(text)
         if wrapped is not None:
