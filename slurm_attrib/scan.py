@@ -88,8 +88,8 @@ class Line:
     lineno: int
     offset: int
     rules: frozenset[int] = frozenset()  # rule indexes of the prefilter's hits, or ANY_RULE
-    # a collection tool's prefix the reader took off this line ('node-03: ', pdsh's): taken off the
-    # neighbours that carry it too, so they read as the same stream's lines
+    # what the reader took off this line before the rules read it (pdsh's 'node-03: ', a quote marker '> '):
+    # taken off the neighbours that carry it too, so they read as the same stream's lines
     lead: str = ""
     _buf: bytes = field(repr=False, default=b"")
     _start: int = field(repr=False, default=0)

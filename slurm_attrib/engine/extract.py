@@ -645,8 +645,11 @@ CLOCK_CONFLICT_S = 120  # a wall stamp further than this from boot time + the ke
 def _monotonic_over_wall(stamp: ParsedStamp, timectx: TimeContext, groups: dict[str, Any]) -> ParsedStamp:
     """A kernel line stamped twice, by the syslog daemon's wall clock and by the kernel's '[uptime]', whose two
     times disagree by more than CLOCK_CONFLICT_S with the node's boot time known: the kernel's counts from boot
-    (the wall clock was stepped since, or the daemon read the ring buffer late), so its time is the line's."""
-    if stamp.time is None or stamp.uptime is None or timectx.boot_time is None:
+    (the wall clock was stepped since, or the daemon read the ring buffer late), so its time is the line's. Only
+    for a line whose wall stamp is in the boot the facts name: one stamped before it is an earlier boot's (a
+    node that crashed and rebooted), whose uptime counts from another boot (filter.previous_boot)."""
+    if stamp.time is None or stamp.uptime is None or timectx.boot_time is None \
+            or stamp.time < timectx.boot_time - timedelta(seconds=CLOCK_CONFLICT_S):
         return stamp
     kernel = timectx.boot_time + timedelta(seconds=stamp.uptime)
     off = (stamp.time - kernel).total_seconds()
