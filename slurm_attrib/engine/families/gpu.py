@@ -544,7 +544,7 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
             "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU, "fabric_not_ready": DIAG_NVLINK}.get(finding)
 
 
-def _heading_above(line: Line) -> str:
+def heading_above(line: Line) -> str:
     """The nearest non-blank line above: in nvidia-smi -q, the heading of the block a field opens."""
     return next((text.strip() for text in line.preceding(3) if text.strip()), "")
 
@@ -588,7 +588,7 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         return False  # a fan reading alone: a sensor or driver quirk, not a GPU in a bad state
     if sym.fields["finding"] == "dcgm_fail" and not sym.fields.get("test") and not sym.fields.get("reason"):
         sym.fields["test"] = _dcgm_test_of(line)  # a result the table wrapped under its test's row
-    if sym.fields["finding"] == "fabric_not_ready" and _heading_above(line) != "Fabric":
+    if sym.fields["finding"] == "fabric_not_ready" and heading_above(line) != "Fabric":
         return False  # a State line of another block
     verdict = _diag_verdict(sym)
     if verdict is None:

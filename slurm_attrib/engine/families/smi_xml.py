@@ -11,6 +11,7 @@ from ...nvidia.parse import normalise_pci
 from ...scan import Line
 from ..context import EngineContext
 from ..registry import decoder
+from .gpu import heading_above
 
 _GPU_ID = re.compile(r'<gpu id="(?P<pci>[0-9A-Fa-f:.]+)">')
 _SECTION = re.compile(r"<(?P<name>volatile|aggregate)>")
@@ -20,7 +21,7 @@ _SECTION = re.compile(r"<(?P<name>volatile|aggregate)>")
 def decode_smi_xml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Name the GPU from the enclosing ``<gpu id=...>``; keep counters only from ``<volatile>``, and a fabric
     state only where it opens the ``<fabric>`` block."""
-    if sym.fields.get("state") and next((t.strip() for t in line.preceding(3) if t.strip()), "") != "<fabric>":
+    if sym.fields.get("state") and heading_above(line) != "<fabric>":
         return False
     section = None
     for text in line.preceding(400):
