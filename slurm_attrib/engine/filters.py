@@ -687,7 +687,7 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
                and not sym.fields.get("time_inferred")]
     if not records:
         return 0
-    failed = min(records)
+    failed = max(records)  # the last: an elastic agent restarts its workers after each failure but the last
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
     count = 0
     for sym in ctx.active():
