@@ -24,7 +24,7 @@ from .context import EngineContext
 from .params import str_list
 from .ranks import quote_end, shipped_stamp, split_rank
 from .registry import rule
-from .timeinfer import latest_time, shift_time, time_context
+from .timeinfer import latest_time, own_time, shift_time, time_context
 
 
 def matches_when(when: dict[str, Any], sym: Symptom) -> bool:
@@ -642,25 +642,23 @@ def _last_stall(starts: list[datetime], margin: timedelta) -> datetime:
 def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or a host OOM kill stamped well before the job's stuck collectives began (the
     watchdog's stamp less its 'ran for N milliseconds') did not stop the job: context, with a note."""
-    starts = [sym.time - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))) for sym in ctx.active()
-              if sym.kind == "watchdog_timeout" and sym.time is not None and not sym.fields.get("time_inferred")
-              and str(sym.fields.get("ran_ms", "")).isdecimal()]
+    watchdogs = [(when, sym) for sym in ctx.active() if sym.kind == "watchdog_timeout" and (when := own_time(sym))]
+    starts = [when - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))) for when, sym in watchdogs
+              if str(sym.fields.get("ran_ms", "")).isdecimal()]
     if not starts:
         return 0
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
     began = _last_stall(sorted(starts), margin)
     ctx.hang = (began, margin)
-    reported = min((sym.time for sym in ctx.active() if sym.kind == "watchdog_timeout" and sym.time is not None
-                    and not sym.fields.get("time_inferred") and sym.time >= began), default=began)
+    reported = min((when for when, _ in watchdogs if when >= began), default=began)
     count = 0
     for sym in ctx.active():
-        physical = sym.responsible == "infrastructure" or sym.category == "host_oom"
-        if sym.role != "candidate" or not physical:
+        if not _physical_candidate(sym):
             continue
-        latest = latest_time(sym)
-        if sym.time is not None and not sym.fields.get("time_inferred") and sym.time > reported + margin:
+        latest, own = latest_time(sym), own_time(sym)
+        if own is not None and own > reported + margin:
             # the watchdogs had already reported the stuck collectives and the job was being torn down
-            _to_context(sym, f"logged {int((sym.time - reported).total_seconds())} s after the job's watchdogs "
+            _to_context(sym, f"logged {int((own - reported).total_seconds())} s after the job's watchdogs "
                              f"reported its stuck collectives ({format_utc(reported)}): not shown to have caused them")
             count += 1
             continue
@@ -669,10 +667,10 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
         if latest is not None and latest < began - margin and sym.category != "storage":
             _to_context(sym, f"the job's collectives ran on until {format_utc(began)}, "
                              f"{int((began - latest).total_seconds())} s after it: not what stopped the job")
-        elif sym.category in _LOGGED_AT_ONCE and sym.kind not in _REPORTED_AT_STEP_END and sym.time is not None \
-                and not sym.fields.get("time_inferred") and sym.time > began + margin:
+        elif sym.category in _LOGGED_AT_ONCE and sym.kind not in _REPORTED_AT_STEP_END and own is not None \
+                and own > began + margin:
             _to_context(sym, f"the job's collectives were already stuck at {format_utc(began)}, "
-                             f"{int((sym.time - began).total_seconds())} s before it: it did not start the hang")
+                             f"{int((own - began).total_seconds())} s before it: it did not start the hang")
         else:
             continue
         count += 1
@@ -683,22 +681,25 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
 def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     """A physical fault stamped well after the launcher recorded the job's failure (see the rule's description)."""
     kinds = set(str_list(rule_, "failure_kinds"))
-    records = [sym.time for sym in ctx.active() if sym.kind in kinds and sym.time is not None
-               and not sym.fields.get("time_inferred")]
+    records = [when for sym in ctx.active() if sym.kind in kinds and (when := own_time(sym))]
     if not records:
         return 0
     failed = max(records)  # the last: an elastic agent restarts its workers after each failure but the last
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
     count = 0
     for sym in ctx.active():
-        physical = sym.responsible == "infrastructure" or sym.category == "host_oom"
-        if sym.role != "candidate" or not physical or sym.time is None or sym.fields.get("time_inferred"):
-            continue
-        if sym.time > failed + margin:
-            _to_context(sym, f"logged {int((sym.time - failed).total_seconds())} s after the launcher recorded the "
+        own = own_time(sym)
+        if _physical_candidate(sym) and own is not None and own > failed + margin:
+            _to_context(sym, f"logged {int((own - failed).total_seconds())} s after the launcher recorded the "
                              f"job's failure ({format_utc(failed)}): not shown to have caused it")
             count += 1
     return count
+
+
+def _physical_candidate(sym: Symptom) -> bool:
+    """A candidate fault of the infrastructure, or a host OOM kill (whoever's memory it was): what the job's
+    collectives, progress or launcher can be seen to have outlived."""
+    return sym.role == "candidate" and (sym.responsible == "infrastructure" or sym.category == "host_oom")
 
 
 # a training-progress line: a loss value as trainers log it each step ('loss 2.920', 'lm loss: 9.2E+00',
@@ -714,8 +715,8 @@ def progress_after_fault(ctx: EngineContext, rule_: Rule) -> int:
     a node that ran in a step with the faulted one, says its collectives kept completing. Context, with a
     note; a file system outage lasts and is kept (as in filter.outlived_fault), and so is a fault the job's
     own watchdog puts at the start of its hang."""
-    faults = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category != "storage"
-              and (sym.responsible == "infrastructure" or sym.category == "host_oom") and latest_time(sym)]
+    faults = [sym for sym in ctx.active()
+              if _physical_candidate(sym) and sym.category != "storage" and latest_time(sym)]
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 120)))
     end = ctx.job.end or ctx.window_end
     if not faults or end is None or min(t for s in faults if (t := latest_time(s))) + margin >= end:

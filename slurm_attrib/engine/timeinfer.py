@@ -178,13 +178,18 @@ def next_time(line: Line, rank: Optional[Stream], timectx: TimeContext,
     return (stamps or LineStamps(timectx)).next_time(line, stream_key(rank))
 
 
+def own_time(sym: Symptom) -> Optional[datetime]:
+    """The symptom's time when its own line (or its record) stamped it; None when it was inferred or is unknown."""
+    return None if sym.fields.get("time_inferred") else sym.time
+
+
 def latest_time(sym: Symptom) -> Optional[datetime]:
     """The latest the symptom can have happened: its own stamp, or the upper bound of an unstamped
     line (the next stamped line of the same rank); None when an unstamped line has no bound."""
     upper = sym.fields.get("time_upper")
     if isinstance(upper, str):
         return _upper_time(upper)
-    return None if sym.fields.get("time_inferred") else sym.time
+    return own_time(sym)
 
 
 @functools.lru_cache(maxsize=1024)
