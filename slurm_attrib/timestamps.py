@@ -215,11 +215,12 @@ JOURNAL_JSON_MAX = 1 << 16  # a longer line is not read as a journal object
 # ("/var/log/messages:Jan  3 ...", "kern.log.1:88:..."). Only read when the line has no stamp of its own
 # and a stamp follows the prefix, so a message such as "RuntimeError: [3] is setting up" is left alone.
 COLLECTED_HOST = r"[A-Za-z0-9][\w.-]{0,62}"  # a host as pdsh and clush print it (also before application lines)
+QUOTE_MARKER = r"(?:>[ \t]?){1,8}"  # a mail or Markdown quote marker before a pasted line (also application lines)
 _RE_COLLECTED = re.compile(
     r"[ \t]*(?:(?:(?P<path>/[^\s:]{1,255}|[\w.-]{0,64}(?:messages|syslog|kern\.log|dmesg|journal)[\w.-]{0,32})"
     r"(?::\d{1,12})?|(?P<host>" + COLLECTED_HOST + r")):[ \t]?"
     r"|(?P<lineno>\d{1,12})(?:\t| +)"  # a line-number column: cat -n and nl (tab), less -N and editors (blanks)
-    r"|(?P<quote>(?:>[ \t]?){1,8}))"  # a mail or Markdown quote marker before a pasted line
+    r"|(?P<quote>" + QUOTE_MARKER + r"))"
 )
 
 _RE_ISO_FULL = re.compile(

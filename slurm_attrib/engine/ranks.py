@@ -7,7 +7,7 @@ import re
 from typing import Optional
 
 from ..model import JobFacts
-from ..timestamps import COLLECTED_HOST, json_object
+from ..timestamps import COLLECTED_HOST, QUOTE_MARKER, json_object
 
 # srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
 # "[jobid,9]<stderr>:" (the MPI rank: global; the SageMaker training toolkit rewrites it as
@@ -65,7 +65,7 @@ _RAY_ADDRESS = re.compile(r"\s*\((?:[A-Za-z_][\w.:-]*(?: rank=\d+)? )?pid=\d+, i
 COLLECTED_HOST_PATTERN = rf"({COLLECTED_HOST}): "
 # a quoted line as mail and Markdown paste it ('> [rank3]: Traceback ...', '>> ' in a reply): presentation, not
 # the program's; read past at the line's start like a shipper's stamp
-QUOTE_PREFIX_PATTERN = r"(?:>[ \t]?){1,8}"
+QUOTE_PREFIX_PATTERN = QUOTE_MARKER
 _QUOTE_PREFIX = re.compile(QUOTE_PREFIX_PATTERN)
 
 # ProcessGroupNCCL's log prefix names the process group and the rank in it ("[PG 0 Rank 3] " in PyTorch 2.2
