@@ -5,7 +5,9 @@ or the literal anchors of every rule of that source) finds candidate positions i
 only the lines holding a hit are decoded and handed to the rules, once each, with the rules named.
 Memory is bounded by the block size, the look-ahead window and the cap on one line, never by the
 file size. Lines longer than :data:`MAX_LINE_BYTES` are cut there; the rest
-of such a line is skipped and counted. Gzip-compressed (rotated) logs are read transparently.
+of such a line is skipped and counted. Gzip-compressed (rotated) logs are read transparently, and what a
+log's presentation added is taken off before the rules read it: terminal control sequences, the entities of a
+log saved from a web page's source, a viewer's line-number column (offsets still name the file's own bytes).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import bisect
 import codecs
 import gzip
+import html
 import io
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -336,6 +340,7 @@ class _BlockReader:
         self._st = stats
         self._skipping = False
         self._failed = False
+        self._gutter: Optional[bool] = None  # decided on the first block: see _numbered
 
     def segments(self) -> Iterator[_Segment]:
         buf, begin, base_offset, line = b"", 0, 0, 1
@@ -389,8 +394,9 @@ class _BlockReader:
             self._st.error = f"read stopped: {exc}"
             self._failed = True
         data = b"".join(pieces)
-        for _ in range(8):  # a block that ends inside a control sequence takes the rest of it
-            if self._failed or not _CSI_OPEN.search(data, max(0, len(data) - 40)):
+        for _ in range(8):  # a block that ends inside a control sequence, an entity or a gutter takes the rest of it
+            if self._failed or not (_CUT_OPEN.search(data, max(0, len(data) - 40)) or (
+                    self._gutter is not False and _GUTTER_OPEN.fullmatch(data, data.rfind(b"\n") + 1))):
                 break
             more = self._finish_escape()
             if not more:
@@ -402,7 +408,8 @@ class _BlockReader:
         return data
 
     def _finish_escape(self) -> bytes:
-        """The few bytes that end a control sequence a block's last read cut in two (so it can be cut whole)."""
+        """The few bytes that end a control sequence, an entity or a gutter a block's last read cut in two (so it
+        can be cut whole)."""
         try:
             return self._stream.read(8) or b""
         except (OSError, EOFError) as exc:
@@ -422,7 +429,15 @@ class _BlockReader:
             self._skipping = False
             data = data[nl:]
         if b"\x1b" in data:  # one byte: memchr, ~20x faster than looking for the two
-            data, skips, total = _strip_escapes(data, len(buf), skips, total)
+            data, skips, total = _rewrite(data, len(buf), skips, total, _CSI, _cut)
+        if self._gutter is None:
+            self._gutter = _numbered(data)
+        if self._gutter:
+            first = 0 if not buf or buf.endswith(b"\n") else data.find(b"\n") + 1
+            if first > 0 or not buf or buf.endswith(b"\n"):
+                data, skips, total = _rewrite(data, len(buf), skips, total, _GUTTER, _cut, first)
+        if b"&" in data and b"<" not in data and _ENTITY.search(data):
+            data, skips, total = _rewrite(data, len(buf), skips, total, _ENTITY, _unescape)
         buf += data
         tail = buf.rfind(b"\n") + 1
         if len(buf) - tail > MAX_LINE_BYTES:
@@ -438,19 +453,82 @@ class _BlockReader:
 # bars write them inside the text ("\x1b[33mNVRM: \x1b[0m\x1b[31mXid ..."), where they split what the rules read.
 # They are cut before the scan like an over-long line's tail: offsets still name the file's own bytes.
 _CSI = re.compile(rb"\x1b\[[0-9;?]{0,32}[@-~]")
-_CSI_OPEN = re.compile(rb"\x1b(?:\[[0-9;?]{0,32})?\Z")  # a sequence a read cut before its final byte
+# A log saved from a web page's source or a ticket system's export has its markup characters escaped
+# ('exceeded memory limit (1450 &gt; 1024)', 'File &quot;train.py&quot;, line 3, in &lt;module&gt;'). Every
+# escaper escapes '<', so a block that holds one of these entities and no '<' at all is read unescaped (a log
+# that holds '<' keeps an '&amp;' of its own); each character stands where its entity began.
+_ENTITY = re.compile(rb"&(?:lt|gt|amp|quot|apos|#0{0,3}(?:34|38|39|60|62)|#[xX]0{0,2}(?:22|26|27|3[cCeE]));")
+# a sequence or an entity a read cut before its last byte: the block takes the rest of it
+_CUT_OPEN = re.compile(rb"\x1b(?:\[[0-9;?]{0,32})?\Z|&#?[0-9A-Za-z]{0,5}\Z")
 
 
-def _strip_escapes(data: bytes, at: int, skips: list[tuple[int, int]],
-                   total: int) -> tuple[bytes, list[tuple[int, int]], int]:
-    """``data`` without its control sequences, and a skip for each (``at``: where ``data`` goes in the buffer)."""
+# A log pasted with its viewer's line numbers ('cat -n', 'nl', an editor or a paste site: '    12\t[rank3]: ...',
+# '  12 | [rank3]: ...'): the column is cut before the scan, so a line's stamp and prefixes open it again. A file
+# has one when its first lines all carry it and their numbers run on by one; srun's '--label' ('3: ') is no
+# such column (ranks' numbers do not count lines, and it writes ': ').
+_GUTTER = re.compile(rb"^[ \t]*(\d{1,9})(?:\t|[ \t]?\|[ \t]?)", re.M)
+_GUTTER_OPEN = re.compile(rb"[ \t]{0,16}\d{0,9}[ \t]?\|?")  # a gutter a read cut in two
+_GUTTER_PROOF = 4  # numbered lines that must open the file, one after another (all it has, when fewer)
+
+
+def _numbered(data: bytes) -> bool:
+    """Whether ``data``, a file's first block, opens with lines numbered in a gutter, one after another
+    (``nl`` leaves a blank line unnumbered): its first :data:`_GUTTER_PROOF` lines, or all of a shorter
+    file's."""
+    numbers: list[int] = []
+    for raw in data[:1 << 16].split(b"\n"):
+        if not raw.strip():
+            continue
+        found = _GUTTER.match(raw)
+        if found is None:
+            return False
+        numbers.append(int(found.group(1)))
+        if len(numbers) == _GUTTER_PROOF:
+            break
+    return bool(numbers) and all(b == a + 1 for a, b in zip(numbers, numbers[1:]))
+
+
+def gutter_cutter(path: str | os.PathLike[str]) -> Callable[[bytes], bytes]:
+    """What takes a line of ``path`` read apart from the scan (a filter reading its tail) back to what the scan
+    read: the gutter's column cut when the file opens with one (:func:`_numbered`), else the line as it is."""
+    try:
+        with open_evidence(path) as stream:
+            head = stream.read(1 << 16)
+    except (OSError, EOFError, zlib.error):
+        head = b""
+    return _cut_gutter if head and _numbered(head) else _as_read
+
+
+def _cut_gutter(raw: bytes) -> bytes:
+    found = _GUTTER.match(raw)
+    return raw[found.end():] if found else raw
+
+
+def _as_read(raw: bytes) -> bytes:
+    return raw
+
+
+def _cut(_found: bytes) -> bytes:
+    return b""
+
+
+def _unescape(found: bytes) -> bytes:
+    return html.unescape(found.decode("ascii")).encode("ascii")
+
+
+def _rewrite(data: bytes, at: int, skips: list[tuple[int, int]], total: int, pattern: re.Pattern[bytes],
+             replace: Callable[[bytes], bytes], begin: int = 0) -> tuple[bytes, list[tuple[int, int]], int]:
+    """``data`` with each match of ``pattern`` from ``begin`` on replaced, and a skip after each for the bytes it
+    lost (``at``: where ``data`` goes in the buffer)."""
     pieces: list[bytes] = []
     skips = list(skips)
     pos = 0
-    for found in _CSI.finditer(data):
+    for found in pattern.finditer(data, begin):
+        kept = replace(found.group())
         pieces.append(data[pos:found.start()])
-        at += found.start() - pos
-        total += found.end() - found.start()
+        pieces.append(kept)
+        at += found.start() - pos + len(kept)
+        total += found.end() - found.start() - len(kept)
         if skips and skips[-1][0] == at:
             skips[-1] = (at, total)
         else:

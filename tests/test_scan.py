@@ -234,3 +234,68 @@ def test_nuls_that_open_a_line_are_dropped_so_its_stamp_reads() -> None:
     line = b"\x00" * 512 + b"2025-03-01T10:02:31.774512+00:00 gpu-a04 kernel: NVRM: Xid (PCI:0000:3b:00): 79"
     assert decode(line).startswith("2025-03-01T10:02:31.774512+00:00 gpu-a04 kernel:")
     assert decode(b"a\x00b") == "a\ufffdb"  # inside a line a NUL stays visible
+
+
+def test_a_log_saved_with_its_markup_escaped_is_read_unescaped_and_offsets_stay_the_files(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log copied from a web page's source: '&gt;', '&quot;' and '&#39;' are read as the characters, an
+    entity a block boundary cut is read whole, and each hit's offset still names the file's own bytes."""
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 50)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 8)
+    data = (b"step 1 &amp; 2\n"
+            b"slurmstepd: error: Job 7 exceeded memory limit (1450 &gt; 1024), being killed\n"
+            b"  File &quot;train.py&quot;, line 3, in &lt;module&gt; Error\n"
+            b"pid=&#39;&lt;unknown&gt;&#39; Error\n")
+    hits = _hits(data, [b"exceeded memory limit", b"Error"])
+    assert [h.text for h in hits] == [
+        "slurmstepd: error: Job 7 exceeded memory limit (1450 > 1024), being killed",
+        '  File "train.py", line 3, in <module> Error',
+        "pid='<unknown>' Error"]
+    assert [h.lineno for h in hits] == [2, 3, 4]
+    for hit in hits:
+        assert data[hit.offset:].startswith(hit.text[:4].encode())
+    assert hits[1].following(1) == ["pid='<unknown>' Error"]
+
+
+def test_a_log_that_holds_markup_of_its_own_keeps_its_entities() -> None:
+    data = b"see <https://x/?a=1&amp;b=2> Error\n"
+    assert [h.text for h in _hits(data, [b"Error"])] == ["see <https://x/?a=1&amp;b=2> Error"]
+
+
+@pytest.mark.parametrize("gutter", ["{:>6}\t", "{:>5} | ", "{}|"])
+def test_a_log_pasted_with_its_viewers_line_numbers_is_read_without_them(
+        monkeypatch: pytest.MonkeyPatch, gutter: str) -> None:
+    """cat -n, nl, an editor or a paste site number the lines: the column is cut before the scan, in every
+    block (a block boundary inside a line leaves its rest alone), and offsets still name the file's bytes. The
+    file's first block decides (here its first 40 bytes)."""
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 40)
+    monkeypatch.setattr(scan, "LOOKAHEAD_BYTES", 8)
+    body = ["a", "b", "c", "d", "[rank0]: step 1", "", "0: srun label kept", "[rank0]: RuntimeError: NCCL error 12\t3",
+            "srun: error: node-02: task 3: Exited with exit code 1"]
+    data = "".join(gutter.format(n) + line + "\n" for n, line in enumerate(body, start=41)).encode()
+    hits = _hits(data, [b"RuntimeError", b"srun: error", b"srun label"])
+    assert [h.text for h in hits] == ["0: srun label kept", "[rank0]: RuntimeError: NCCL error 12\t3",
+                                      "srun: error: node-02: task 3: Exited with exit code 1"]
+    assert [h.lineno for h in hits] == [7, 8, 9]
+    for hit in hits:
+        assert data[hit.offset:].startswith(hit.text[:4].encode())
+
+
+@pytest.mark.parametrize("head", [b"0: a\n1: b\n2: c\n3: d\n", b"1\tx\n2\ty\n4\tz\n5\tw\n",
+                                  b"1\tx\n2\ty\nplain\n3\tz\n", b"plain\n"])
+def test_srun_labels_and_numbers_that_do_not_count_lines_are_no_gutter(head: bytes) -> None:
+    data = head + b"7\tsrun: error: node-02: task 3: Exited\n"
+    assert [h.text for h in _hits(data, [b"srun: error"])] == ["7\tsrun: error: node-02: task 3: Exited"]
+
+
+def test_a_one_line_file_numbered_1_is_read_without_its_number() -> None:
+    assert [h.text for h in _hits(b"   1 | srun: error: x\n", [b"srun: error"])] == ["srun: error: x"]
+
+
+def test_filters_reading_a_file_apart_cut_its_gutter_too(tmp_path: Path) -> None:
+    numbered, plain = tmp_path / "numbered.log", tmp_path / "plain.log"
+    numbered.write_bytes(b"     1\tstep 1 loss 2.0\n     2\tstep 2 loss 1.9\n")
+    plain.write_bytes(b"1\tstep\n3\tstep\n")
+    assert scan.gutter_cutter(numbered)(b"     2\tstep 2 loss 1.9") == b"step 2 loss 1.9"
+    assert scan.gutter_cutter(plain)(b"3\tstep") == b"3\tstep"
+    assert scan.gutter_cutter(tmp_path / "missing.log")(b"3\tstep") == b"3\tstep"

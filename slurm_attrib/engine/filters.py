@@ -18,7 +18,7 @@ from ..bundle import BundleFile
 from ..model import SOURCE_APP, Symptom, connector_of
 from ..ruleset import Rule
 from ..safeio import open_regular
-from ..scan import decode, open_evidence
+from ..scan import decode, gutter_cutter, open_evidence
 from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
 from .context import EngineContext
 from .params import str_list
@@ -198,6 +198,7 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
     job's end: one that ends with the line is the job's own output, which printed it), the file too long to
     read, or unreadable; None when the cut stands. A compressed file is read decompressed."""
     timectx = _app_time_context(ctx, bf)
+    cut = gutter_cutter(bf.path)
     try:
         handle = open_evidence(bf.path)
     except OSError:
@@ -223,7 +224,7 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
                 continue
             if this_line == last or not head or not _CLOCK.search(raw, 0, 4096):
                 continue
-            when = _own_stamp(split_rank(decode(raw[:4096]))[1], timectx)
+            when = _own_stamp(split_rank(decode(cut(raw[:4096])))[1], timectx)
             if when is not None and ctx.in_window(when):
                 return f"line {this_line} above it is stamped inside this job ({format_utc(when)})"
 
@@ -761,10 +762,11 @@ def _progress_lines(ctx: EngineContext, tail_bytes: int, end: datetime
         if bf.source != SOURCE_APP:
             continue
         timectx = _app_time_context(ctx, bf)
+        cut = gutter_cutter(bf.path)
         for raw in _lines_backwards(bf.path, tail_bytes):
             if b"oss" not in raw:
                 continue  # no 'loss' in any case: no need to decode it
-            text = split_rank(decode(raw[:4096]))[1]
+            text = split_rank(decode(cut(raw[:4096])))[1]
             if not _PROGRESS.search(text) or _NOT_PROGRESS.search(text):
                 continue
             when = _own_stamp(text, timectx)
