@@ -16,7 +16,8 @@ A fixture is either a bundle directory or a YAML file with an inline bundle::
 
 A positive fixture passes when the rule fires, every symptom it made has a kind it declares
 (``emit.kind``/``emit.kinds``) and a symptom meets ``expect``; a negative one passes when the rule
-does not fire. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
+does not fire. ``expect.outcome`` is checked in both: a negative fixture says what the diagnosis is without
+the rule's effect. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
 ``rules.d/fixtures/<rule id>/``.
 """
 
@@ -89,8 +90,8 @@ def run_fixture(engine: Engine, rule: Rule, fixture: Path, kind: str) -> Fixture
         ctx = engine.run(bundle, fixture_settings(engine, fixture))
     fired = ctx.fired.get(rule.id, 0)
     if kind == "negative":
-        ok = fired == 0
-        return FixtureResult(rule.id, kind, str(fixture), ok, "" if ok else f"rule fired {fired} time(s)")
+        problem = f"rule fired {fired} time(s)" if fired else _check_outcome(expectation(fixture), ctx)
+        return FixtureResult(rule.id, kind, str(fixture), problem is None, problem or "")
     if not fired:
         return FixtureResult(rule.id, kind, str(fixture), False, "rule did not fire")
     symptoms = [s for s in ctx.symptoms if s.rule_id == rule.id]
@@ -115,16 +116,25 @@ _SYMPTOM_ATTRS = ("role", "category", "responsible", "kind", "node", "gpu", "ran
 _EXPECT_KEYS = frozenset({*_SYMPTOM_ATTRS, "fields", "outcome"})
 
 
+def _check_outcome(expect: dict[str, Any], ctx: Any) -> Optional[str]:
+    """How ``expect.outcome`` (positive and negative fixtures alike) differs from the diagnosis, or None."""
+    outcome = expect.get("outcome")
+    if outcome is not None and not isinstance(outcome, dict):
+        return "expect.outcome must be a mapping of the diagnosis's fields"
+    for key, wanted in (outcome or {}).items():
+        got = getattr(ctx.outcome, key, None)
+        if got != wanted:
+            return f"outcome.{key}: expected {wanted!r}, got {got!r}"
+    return None
+
+
 def _check_expect(expect: dict[str, Any], symptoms: list[Any], ctx: Any) -> Optional[str]:
     unknown = sorted(set(expect) - _EXPECT_KEYS)
     if unknown:  # a key the check would not read would pass whatever the rule did
         return f"expect has key(s) {unknown} that are not checked: a symptom's fields go under 'fields:'"
-    outcome = expect.get("outcome")
-    if isinstance(outcome, dict):
-        for key, wanted in outcome.items():
-            got = getattr(ctx.outcome, key, None)
-            if got != wanted:
-                return f"outcome.{key}: expected {wanted!r}, got {got!r}"
+    problem = _check_outcome(expect, ctx)
+    if problem is not None:
+        return problem
     wanted_fields = expect.get("fields") or {}
     attrs = {k: v for k, v in expect.items() if k in _SYMPTOM_ATTRS}
     if not wanted_fields and not attrs:

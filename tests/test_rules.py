@@ -35,6 +35,21 @@ def test_rule_fixtures(engine: Engine, rule_id: str, kind: str) -> None:
     assert failures == []
 
 
+def test_a_negative_fixtures_outcome_is_checked(engine: Engine, tmp_path: Path) -> None:
+    """A negative fixture that says what the diagnosis is must fail when the diagnosis differs, not pass because
+    the rule did not fire."""
+    rule = engine.ruleset.get("refine.causal_model")
+    assert rule is not None
+    fixture = tmp_path / "no_fault.yaml"
+    fixture.write_text(
+        'job: {job_id: "1", cluster: demo, user: u, partition: p, nodes: [node-01], state: FAILED, exit_code: "1:0",'
+        ' derived_exit_code: "0:0"}\n'
+        "files:\n  applog/node-01.log: |\n    KeyError: 'x'\n"
+        "expect:\n  outcome: {status: attributed, culprit_nodes: [node-01]}\n")
+    result = run_fixture(engine, rule, fixture, "negative")
+    assert not result.passed and result.detail == "outcome.culprit_nodes: expected ['node-01'], got []"
+
+
 def test_duplicate_site_rule_id_names_both_places() -> None:
     rule = b"id: site.dup\nversion: 1\nphase: extract\ntitle: t\ndescription: a duplicate id\n" \
            b"match: {source: kernel, anchors: [NVRM], regex: NVRM}\n"
