@@ -20,6 +20,7 @@ _SHARED_MEMORY = ("SemLock", "multiprocessing", "/dev/shm", "torch_shm", "shared
 
 _ERRNO = re.compile(r"\[Errno (\d+)\]")
 _ERRNO_TEXT = {5: "Input/output error", 28: "No space left on device", 30: "Read-only file system",
+               70: "Communication error on send", 121: "Remote I/O error",
                108: "Cannot send after transport endpoint shutdown", 116: "Stale file handle",
                122: "Disk quota exceeded"}
 _SHUTDOWN = "Cannot send after transport endpoint shutdown"
