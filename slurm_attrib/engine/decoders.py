@@ -227,7 +227,8 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     message = str(sym.fields.get("message", ""))
     if (exception in _CODE_ERRORS and not _DEVICE_WORDS.search(message)) or _TENSOR_CODE_ERROR.search(message):
         sym.fields["code_error"] = True  # refine's causal model: no device fault explains it
-    if _CORRUPT_DATA.search(f"{sym.fields.get('exception', '')}: {sym.fields.get('message', '')}"):
+    said = f"{sym.fields.get('exception', '')}: {sym.fields.get('message', '')}"
+    if _CORRUPT_DATA.search(said) and not _NOT_THE_FILE.search(said):
         # bytes that came back wrong: a file the job wrote badly (or that is not what it expects) as often as a
         # file system that returned zeros or a short read; alone, both readings
         sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
@@ -307,6 +308,12 @@ _TENSOR_CODE_ERROR = re.compile(
 _CORRUPT_DATA = re.compile(r"DataLossError|[Cc]orrupted record at|[Tt]runcated record at|failed finding central "
                            r"directory|PytorchStreamReader failed reading|BadZipFile|File is not a zip file|"
                            r"UnpicklingError|invalid load key|Error while deserializing header")
+# ... but some say the file is not the one the job meant to read at all: a Git LFS pointer ('version https://git-
+# lfs...': torch.load's 'invalid load key, 'v'.', safetensors' header length read from 'version ' far too large),
+# an HTML error page ('<'), a file of another format (safetensors' InvalidHeaderStart / InvalidHeaderDeserialization):
+# the job's own download or path, not bytes a file system returned wrong
+_NOT_THE_FILE = re.compile(r"Error while deserializing header: (?:HeaderTooLarge|InvalidHeaderStart|"
+                           r"InvalidHeaderDeserialization|InvalidHeaderLength)|invalid load key, '(?:v|<)'")
 _CARRY_ON = re.compile(r"\bINFO\b|\bWARNING\b|\bretry|\bRetry|\bretrying")
 _NCCL_CHATTER = re.compile(r"\bNCCL (?:INFO|WARN)\b")
 
