@@ -349,7 +349,9 @@ def _bystander_yields(ctx: EngineContext, leader: Symptom, candidates: list[Symp
     program reports an error of its own that the fault cannot cause (a ValueError on another node, an
     exception that no link going down produces): the job died of the program's error, which leads; the
     fault stays a candidate the report lists. Time alone (which was logged first) does not decide that. A
-    fault that kills what runs on it (a GPU, a node) is no bystander (:func:`_own_code_errors`)."""
+    fault that kills what runs on it (a GPU, a node) is no bystander (:func:`_own_code_errors`), nor is one the
+    job's own output reports that none of its errors can have caused (an I/O error on its checkpoint's path
+    beside the FileNotFoundError that followed)."""
     causal = ctx.causal
     if leader.responsible != "infrastructure" or causal.classes_of(leader) & _FATAL_CLASSES:
         return leader
@@ -357,6 +359,9 @@ def _bystander_yields(ctx: EngineContext, leader: Symptom, candidates: list[Symp
                if s.strength >= floor and causal.program_error(s) and not causal.explains(leader, s)]
     if not program:
         return leader
+    if leader.evidence and leader.evidence[0].source == SOURCE_APP and not any(causal.explains(s, leader)
+                                                                              for s in program):
+        return leader  # the job's own output reports the fault (its file system failed its call): no bystander
     for sym in ctx.active():
         if sym is leader or sym.role not in ("candidate", "cascade") or not sym.evidence:
             continue
