@@ -57,9 +57,17 @@ _MONTH_NAMES = (
     ("jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"),  # pt
     ("jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"),  # nl
     ("oca", "şub", "mar", "nis", "may", "haz", "tem", "ağu", "eyl", "eki", "kas", "ara"),  # tr
+    # glibc's newer (CLDR) abbreviations keep short months whole: sv "mars", "juni", "juli", nb "april", "des"
+    ("jan", "feb", "mars", "apr", "maj", "juni", "juli", "aug", "sep", "okt", "nov", "dec"),  # sv, da
+    ("jan", "feb", "mars", "april", "mai", "juni", "juli", "aug", "sep", "okt", "nov", "des"),  # nb, nn
+    ("led", "úno", "bře", "dub", "kvě", "čvn", "čvc", "srp", "zář", "říj", "lis", "pro"),  # cs
+    ("jan", "febr", "márc", "ápr", "máj", "jún", "júl", "aug", "szept", "okt", "nov", "dec"),  # hu
+    ("tammi", "helmi", "maalis", "huhti", "touko", "kesä", "heinä", "elo", "syys", "loka", "marras", "joulu"),  # fi
+    ("ian", "feb", "mar", "apr", "mai", "iun", "iul", "aug", "sep", "oct", "nov", "dec"),  # ro
+    ("січ", "лют", "бер", "кві", "тра", "чер", "лип", "сер", "вер", "жов", "лис", "гру"),  # uk
 )
 _MONTHS = {name: number for names in _MONTH_NAMES for number, name in enumerate(names, start=1)} | {
-    "avril": 4, "май": 5, "sep": 9}
+    "avril": 4, "май": 5, "sep": 9, "march": 3, "april": 4, "june": 6, "july": 7, "august": 8}
 _CJK_MONTH = re.compile(r"(\d{1,2})[月월]")
 
 
@@ -108,7 +116,7 @@ _DOT_FRAC = r"(?:\.(?P<f>\d+))?"
 _ANY_FRAC = r"(?:[.,](?P<f>\d+))?"
 _OFFSET = r"(?P<off>[Zz]|[+-]\d{2}(?::?\d{2})?)"
 # a month name in any case and script ("aug", "Mär", "févr.", "апр"), or a number and 月 / 월 ("11月")
-_MONTH_DAY = r"(?P<mon>[^\W\d_]{3,5}\.?|\d{1,2}[月월]) +(?P<d>\d{1,2})"
+_MONTH_DAY = r"(?P<mon>[^\W\d_]{3,6}\.?|\d{1,2}[月월]) +(?P<d>\d{1,2})"
 _TAG = r"[^\s:\[\]]+(?:\[\d+\])?"
 _UPTIME = r"\[[ \t]*(?P<up>\d{1,10}\.\d{1,9})\][ \t]*"
 # the host is left out by `journalctl --no-hostname` and some forwarders ("Mar 21 21:42:01 kernel: ..."):

@@ -841,6 +841,12 @@ def test_words_like_a_ctime_or_a_number_column_are_no_stamp(line: str) -> None:
     ("ноя 16 19:24:11 EVE kernel: x", 11),  # ru
     ("\ufeffNov 16 19:24:11 EVE kernel: x", 11),  # a byte-order mark before the first line
     ("[二 11月 16 19:24:11 2024] NVRM: Xid", 11),  # dmesg -T, zh weekday
+    ("april 16 19:24:11 robin-linux-x3d kernel: NVRM: Xid", 4),  # nb (glibc's CLDR abbreviations)
+    ("juni 16 19:24:11 EVE kernel: x", 6),  # sv
+    ("maalis 16 19:24:11 EVE kernel: x", 3),  # fi
+    ("bře 16 19:24:11 EVE kernel: x", 3),  # cs
+    ("szept. 16 19:24:11 EVE kernel: x", 9),  # hu
+    ("лис 16 19:24:11 EVE kernel: x", 11),  # uk
 ])
 def test_a_month_in_the_nodes_locale_is_a_month(line: str, month: int) -> None:
     """journald, rsyslog and dmesg -T write %b in the node's locale: an old Xid stays old in Polish too."""
