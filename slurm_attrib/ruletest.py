@@ -17,7 +17,8 @@ A fixture is either a bundle directory or a YAML file with an inline bundle::
 A positive fixture passes when the rule fires, every symptom it made has a kind it declares
 (``emit.kind``/``emit.kinds``) and a symptom meets ``expect``; a negative one passes when the rule
 does not fire. ``expect.outcome`` is checked in both: a negative fixture says what the diagnosis is without
-the rule's effect. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
+the rule's effect. Besides the diagnosis's own fields it takes ``candidate_categories``, the sorted categories
+of an ambiguous verdict's candidates. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
 ``rules.d/fixtures/<rule id>/``.
 """
 
@@ -122,7 +123,8 @@ def _check_outcome(expect: dict[str, Any], ctx: Any) -> Optional[str]:
     if outcome is not None and not isinstance(outcome, dict):
         return "expect.outcome must be a mapping of the diagnosis's fields"
     for key, wanted in (outcome or {}).items():
-        got = getattr(ctx.outcome, key, None)
+        got = sorted({c.category for c in ctx.outcome.candidates}) if key == "candidate_categories" \
+            else getattr(ctx.outcome, key, None)
         if got != wanted:
             return f"outcome.{key}: expected {wanted!r}, got {got!r}"
     return None

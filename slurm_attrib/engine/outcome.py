@@ -201,7 +201,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                                               for s in ctx.leaders)])
     near = _near_window_faults(ctx)
     if near:
-        leaders = [*ctx.leaders, *near]
+        leaders = [*(_two_readings(ctx, rule_) or ctx.leaders), *near]
         return _decide(ctx, rule_, status="ambiguous", category=_common(leaders, "category"),
                        responsible=_common(leaders, "responsible"), candidates=leaders, culprit_nodes=[],
                        summary="a hardware fault just outside the job window may explain it: " + "; ".join(
