@@ -18,8 +18,8 @@ A positive fixture passes when the rule fires, every symptom it made has a kind 
 (``emit.kind``/``emit.kinds``) and a symptom meets ``expect``; a negative one passes when the rule
 does not fire. ``expect.outcome`` is checked in both: a negative fixture says what the diagnosis is without
 the rule's effect. Besides the diagnosis's own fields it takes ``candidate_categories``, the sorted categories
-of an ambiguous verdict's candidates. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to its rules, in
-``rules.d/fixtures/<rule id>/``.
+of an ambiguous verdict's candidates. Bundled fixtures live in ``tests/rules/<rule id>/``; a site's next to
+its rules, in ``rules.d/fixtures/<rule id>/``.
 """
 
 from __future__ import annotations

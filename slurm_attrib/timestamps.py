@@ -64,7 +64,7 @@ _MONTH_NAMES = (
     ("jan", "febr", "márc", "ápr", "máj", "jún", "júl", "aug", "szept", "okt", "nov", "dec"),  # hu
     ("tammi", "helmi", "maalis", "huhti", "touko", "kesä", "heinä", "elo", "syys", "loka", "marras", "joulu"),  # fi
     ("ian", "feb", "mar", "apr", "mai", "iun", "iul", "aug", "sep", "oct", "nov", "dec"),  # ro
-    ("січ", "лют", "бер", "кві", "тра", "чер", "лип", "сер", "вер", "жов", "лис", "гру"),  # uk
+    ("січ", "лют", "бер", "кві", "тра", "чер", "лип", "сер", "вер", "жов", "лис", "гру"),  # uk  # noqa: RUF001
 )
 _MONTHS = {name: number for names in _MONTH_NAMES for number, name in enumerate(names, start=1)} | {
     "avril": 4, "май": 5, "sep": 9, "march": 3, "april": 4, "june": 6, "july": 7, "august": 8}
