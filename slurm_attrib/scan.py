@@ -6,7 +6,8 @@ only the lines holding a hit are decoded and handed to the rules, once each, wit
 Memory is bounded by the block size, the look-ahead window and the cap on one line, never by the
 file size. Lines longer than :data:`MAX_LINE_BYTES` are cut there; the rest
 of such a line is skipped and counted. Gzip-compressed (rotated) logs are read transparently, and what a
-log's presentation added is taken off before the rules read it: terminal control sequences, the entities of a
+log's presentation added is taken off before the rules read it: terminal control sequences, JSON text
+sequences' record separators, the entities of a
 log saved from a web page's source, a viewer's line-number column (offsets still name the file's own bytes).
 """
 
@@ -430,6 +431,8 @@ class _BlockReader:
             data = data[nl:]
         if b"\x1b" in data:  # one byte: memchr, ~20x faster than looking for the two
             data, skips, total = _rewrite(data, len(buf), skips, total, _CSI, _cut)
+        if b"\x1e" in data:
+            data, skips, total = _rewrite(data, len(buf), skips, total, _RECORD_SEPARATOR, _cut)
         if self._gutter is None:
             self._gutter = _numbered(data)
         if self._gutter:
@@ -453,6 +456,9 @@ class _BlockReader:
 # bars write them inside the text ("\x1b[33mNVRM: \x1b[0m\x1b[31mXid ..."), where they split what the rules read.
 # They are cut before the scan like an over-long line's tail: offsets still name the file's own bytes.
 _CSI = re.compile(rb"\x1b\[[0-9;?]{0,32}[@-~]")
+# RFC 7464 JSON text sequences ('journalctl -o json-seq', 'jq --seq') open each record with the ASCII record
+# separator: cut like an escape, the record reads as the JSON object it is
+_RECORD_SEPARATOR = re.compile(rb"(?:^|(?<=\n))\x1e")
 # A log saved from a web page's source or a ticket system's export has its markup characters escaped
 # ('exceeded memory limit (1450 &gt; 1024)', 'File &quot;train.py&quot;, line 3, in &lt;module&gt;'). Every
 # escaper escapes '<', so a block that holds one of these entities and no '<' at all is read unescaped (a log

@@ -299,3 +299,11 @@ def test_filters_reading_a_file_apart_cut_its_gutter_too(tmp_path: Path) -> None
     assert scan.gutter_cutter(numbered)(b"     2\tstep 2 loss 1.9") == b"step 2 loss 1.9"
     assert scan.gutter_cutter(plain)(b"3\tstep") == b"3\tstep"
     assert scan.gutter_cutter(tmp_path / "missing.log")(b"3\tstep") == b"3\tstep"
+
+
+def test_json_text_sequences_record_separators_are_cut() -> None:
+    """journalctl -o json-seq (RFC 7464) opens each record with 0x1E: the record reads as its JSON object."""
+    data = b'\x1e{"MESSAGE":"NVRM: Xid (PCI:0000:8a:00): 48, DBE"}\n\x1e{"MESSAGE":"other"}\n'
+    hits = _hits(data, [b'{"MESSAGE":"NVRM: Xid'])
+    assert [h.text for h in hits] == ['{"MESSAGE":"NVRM: Xid (PCI:0000:8a:00): 48, DBE"}']
+    assert data[hits[0].offset:].startswith(b'{"MESSAGE"')
