@@ -443,18 +443,25 @@ def _bundle_file(path: Path, rel: str, source: str, job: JobFacts,
     if not stat.S_ISREG(st.st_mode):
         problems.append(f"{rel}: not a regular file; skipped")
         return None
-    return BundleFile(rel=rel, path=path, source=source, node=_node_of(path, job), size=st.st_size)
+    return BundleFile(rel=rel, path=path, source=source, node=_node_of(path, job, rel), size=st.st_size)
 
 
 # logrotate's names for older files: a number, or with dateext the date, after the extension
 _ROTATED = re.compile(r"(\.log|\.txt)(?:\.\d{1,3}|-\d{8})(\.gz)?$")
 
 
-def _node_of(path: Path, job: JobFacts) -> Optional[str]:
+def _node_of(path: Path, job: JobFacts, rel: str = "") -> Optional[str]:
     """syslog/node-02.log → node-02 (node-02.log.1, node-02.log.2.gz and node-02.log-20261120 too: rotated),
     metrics/node-02.promql.log → node-02. A name outside the job's node
     list still names a node (the filter phase decides what to do with it); an applog not named for a node
-    has none."""
+    has none. An application log in a folder named for a job node is that node's, whatever the file is called
+    (torchrun --log-dir's applog/gpu-k02/<run>/attempt_0/1/stderr.log, Open MPI --output-filename's
+    applog/gpu-k02/1/rank.5/stderr)."""
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[0] == "applog":
+        folder = next((part for part in parts[1:-1] if part in job.nodes), None)
+        if folder is not None:
+            return folder
     name = _ROTATED.sub(r"\1\2", path.name)  # node-02.log.1, node-02.log.2.gz, node-02.log-20261120
     for suffix in (".gz", ".log", ".txt", ".prom", ".json", ".xml", ".out", ".err"):
         if name.endswith(suffix):

@@ -41,6 +41,19 @@ def test_a_rotated_kernel_log_is_its_nodes(tmp_path: Path) -> None:
     assert sorted({f.node for f in load_bundle(tmp_path).files if f.node}) == ["10.0.0.5", "worker4"]
 
 
+def test_an_application_log_in_a_folder_named_for_a_node_is_that_nodes(tmp_path: Path) -> None:
+    """torchrun --log-dir and Open MPI --output-filename write one file per rank under a folder: a folder that names
+    a job node places the file there; one that names no job node leaves the file name to decide."""
+    (tmp_path / "job.yaml").write_text("job_id: 7\nnodes: [gpu-k01, gpu-k02]\n")
+    for rel in ("applog/gpu-k02/none_k2j8q1x0/attempt_0/1/stderr.log", "applog/gpu-k01/1/rank.5/stderr",
+                "applog/other/gpu-k01.log", "applog/stderr.log"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"")
+    assert {f.rel: f.node for f in load_bundle(tmp_path).files} == {
+        "applog/gpu-k02/none_k2j8q1x0/attempt_0/1/stderr.log": "gpu-k02", "applog/gpu-k01/1/rank.5/stderr": "gpu-k01",
+        "applog/other/gpu-k01.log": "gpu-k01", "applog/stderr.log": None}
+
+
 @pytest.mark.parametrize("nodes, expected", [
     ("worker[3-4,6]", ["worker3", "worker4", "worker6"]),
     ("gpu-a,gpu-b", ["gpu-a", "gpu-b"]),
