@@ -606,6 +606,31 @@ def decode_memcg_report(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
 _LIMIT_MEMCG = re.compile(r"Memory limit reached of cgroup (\S+)")
 
 
+# a node that has just booted needs this long before a job runs on it (services, slurmd's registration): a boot
+# stamped up to this long after the job's start is the node's clock or the job's start set differently, not a
+# reboot under the job
+_BOOT_TO_JOB_S = 60.0
+
+
+@decoder("boot_marker")
+def decode_boot_marker(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A boot stamped inside the job's own window (more than :data:`_BOOT_TO_JOB_S` after its start, not after
+    its end): the node went down under the running job and came back, a crash, a power loss or a reset whatever
+    the lines before it say. A boot before the job is the node's history; one whose time is only inferred from
+    its neighbours, or a window taken from the evidence itself, decides nothing."""
+    start, end = ctx.window_start, ctx.window_end
+    if sym.time is None or sym.fields.get("time_inferred") or start is None or end is None \
+            or ctx.window_source != "job":
+        return True
+    if start + ctx.tolerance(_BOOT_TO_JOB_S) < sym.time <= end:
+        sym.role, sym.category, sym.responsible, sym.strength = "candidate", "node_failure", "infrastructure", 70
+        sym.summary = f"{sym.node or 'the node'} booted again during the job: it went down under it (a crash, a " \
+                      "power loss or a reset)"
+        sym.actions = ("find why the node went down (its console or BMC log, kdump, the reset reason of the next "
+                       "boot) before returning it to service",)
+    return True
+
+
 @decoder("memory_hw_error")
 def decode_memory_hw(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Uncorrected (EDAC UE, GHES fatal, a Machine Check Exception) is the node's fault; GHES 'recoverable'
