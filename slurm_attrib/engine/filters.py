@@ -697,6 +697,30 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
+@rule("filter.after_worker_restart")
+def after_worker_restart(ctx: EngineContext, rule_: Rule) -> int:
+    """Candidates printed after an elastic agent's restart in a file that shows the failed attempt's own error
+    before it: the next attempts' aftermath, cascades (see the rule's description)."""
+    restarts: dict[str, int] = {}  # file -> line of its first restart
+    for sym in ctx.symptoms:
+        if sym.kind == "worker_restart" and sym.evidence:
+            ref = sym.evidence[0]
+            restarts[ref.file] = min(restarts.get(ref.file, ref.line), ref.line)
+    if not restarts:
+        return 0
+    count = 0
+    placed = [(sym, sym.evidence[0]) for sym in ctx.active() if sym.role == "candidate" and sym.evidence
+              and sym.evidence[0].file in restarts]
+    failed_before = {ref.file for _, ref in placed if ref.line < restarts[ref.file]}
+    for sym, ref in placed:
+        if ref.file in failed_before and ref.line > restarts[ref.file]:
+            sym.role, sym.strength = "cascade", min(sym.strength, 20)
+            sym.notes.append(f"printed after the elastic agent restarted the workers ({ref.file}:"
+                             f"{restarts[ref.file]}), once the first attempt had failed: the restart's aftermath")
+            count += 1
+    return count
+
+
 def _physical_candidate(sym: Symptom) -> bool:
     """A candidate fault of the infrastructure, or a host OOM kill (whoever's memory it was): what the job's
     collectives, progress or launcher can be seen to have outlived."""
