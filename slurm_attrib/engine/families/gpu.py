@@ -166,6 +166,26 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError("cudaErrorInsufficientDriver", "", (35,),
               "CUDA driver version is insufficient for CUDA runtime version", ENVIRONMENT),
     CudaError("cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", (101,), "invalid device ordinal", ENVIRONMENT),
+    # what CUDA graph capture refuses (cudaStreamBeginCapture to EndCapture): a call the program made inside a
+    # capture that capture does not allow, or a capture it began and ended wrongly: its code or its framework's
+    CudaError("cudaErrorStreamCaptureUnsupported", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", (900,),
+              "operation not permitted when stream is capturing", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureInvalidated", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", (901,),
+              "operation failed due to a previous error during capture", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureMerge", "CUDA_ERROR_STREAM_CAPTURE_MERGE", (902,),
+              "operation would result in a merge of separate capture sequences", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureUnmatched", "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", (903,),
+              "capture was not ended in the same stream as it began", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureUnjoined", "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", (904,),
+              "capturing stream has unjoined work", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureIsolation", "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", (905,),
+              "dependency created on uncaptured work in another stream", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureImplicit", "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", (906,),
+              "operation would make the legacy stream depend on a capturing blocking stream", KERNEL_BUG),
+    CudaError("cudaErrorCapturedEvent", "CUDA_ERROR_CAPTURED_EVENT", (907,),
+              "operation not permitted on an event last recorded in a capturing stream", KERNEL_BUG),
+    CudaError("cudaErrorStreamCaptureWrongThread", "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", (908,),
+              "attempt to terminate a thread-local capture sequence from another thread", KERNEL_BUG),
     # a call the program made wrongly, or one this setup does not allow (IPC handles of stream-ordered
     # allocations, fabric handles without an IMEX channel): the job's code or its build
     CudaError("cudaErrorInvalidValue", "CUDA_ERROR_INVALID_VALUE", (1,), "invalid argument", ENVIRONMENT),
