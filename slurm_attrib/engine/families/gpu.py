@@ -599,6 +599,33 @@ def _dcgm_warning(line: Line) -> str:
     return "".join(_dcgm_cells_below(line, 40, ("", "Warning", "Info")))
 
 
+# the states in which a job ran out of time: a GPU held at a fraction of its clocks explains that
+_OUT_OF_TIME = frozenset({"TIMEOUT", "DEADLINE"})
+
+
+@decoder("gpu_clock_slowdown")
+def decode_clock_slowdown(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A hardware slowdown nvidia-smi -q shows is a candidate only for a job that ran out of time, and not on an
+    idle GPU: the power brake is the node's (its power supply or BMC), a thermal or plain slowdown the GPU's; a
+    plain one whose cause the block names below it leaves the verdict to that line."""
+    block = [text.strip() for text in line.preceding(8)]
+    if ctx.job.state not in _OUT_OF_TIME or any(re.match(r"Idle\s*:\s*Active\b", text) for text in block):
+        return True
+    if sym.fields.get("reason") == "HW Slowdown" and any(
+            re.match(r"HW (?:Thermal|Power Brake) Slowdown\s*:\s*Active\b", text.strip())
+            for text in line.iter_following(2)):
+        return True  # the cause named below it says more
+    sym.role, sym.strength = "candidate", 45
+    if sym.fields.get("reason") == "HW Power Brake Slowdown":
+        sym.category = "node_failure"
+    for previous in line.preceding(60):
+        header = _SMI_GPU_HEADER.match(previous.strip())
+        if header is not None:
+            set_gpu(sym, header.group(0))
+            break
+    return True
+
+
 @decoder("gpu_diag")
 def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A fault line in nvidia-smi / nvidia-smi -q / nvidia-smi nvlink -s / dcgmi diag output: a GPU
