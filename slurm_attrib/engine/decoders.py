@@ -369,6 +369,10 @@ def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
 _FRAMEWORK_EXCEPTION = re.compile(r"^(?:c10|torch|at|caffe2|gloo|nccl|ucc|netCDF|H5)::|DistBackendError|NCCL",
                                   re.IGNORECASE)
 _WHAT = re.compile(r"(?:^|\s)what\(\):\s+(.*)")
+# what ProcessGroupNCCL prints just before its watchdog throws (PyTorch 1.x-2.0: std::runtime_error, whose what()
+# a paste or a cut log may lack)
+_WATCHDOG_WORDS = re.compile(r"Watchdog caught collective operation timeout|Some NCCL operations have failed|"
+                             r"ProcessGroupNCCL\.cpp:\d+\]")
 # a SYCL runtime's error in the message ('-33 (PI_ERROR_INVALID_DEVICE)', 'UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY')
 _SYCL_ERROR = re.compile(r"\b(?:PI|UR|ZE)_(?:RESULT_)?ERROR_([A-Z_]+)")
 _SYCL_OUT_OF_DEVICE = frozenset({"OUT_OF_DEVICE_MEMORY", "OUT_OF_RESOURCES", "MEM_OBJECT_ALLOCATION_FAILURE"})
@@ -382,8 +386,9 @@ def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     """An exception no C++ handler caught: libstdc++'s verbose terminate handler names its type and prints
     ``what()`` on the next line of the same stream; libc++ puts both on one line. The program's own error,
     unless its message is a CUDA, NCCL or PyTorch error (their rules read that line) or a SYCL runtime's word
-    that the device ran out of memory or was lost. ``std::bad_alloc`` alone is not read as the node's memory:
-    a size read from a corrupt input throws it as often as a full node, so both readings."""
+    that the device ran out of memory or was lost, or it has no message and follows ProcessGroupNCCL's lines
+    (the watchdog's own throw). ``std::bad_alloc`` alone is not read as the node's memory: a size read from a
+    corrupt input throws it as often as a full node, so both readings."""
     from .families import gpu as gpu_family
 
     exception = str(sym.fields.get("exception", "")).strip()
@@ -401,6 +406,8 @@ def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: di
                 break
     if _FRAMEWORK_EXCEPTION.search(exception) or "NCCL" in message or "gloo" in message:
         return False
+    if not message and any(_WATCHDOG_WORDS.search(text) for text in line.preceding(10)):
+        return False  # PyTorch 1.x's watchdog throws std::runtime_error itself: the abort after its timeout
     if gpu_family.classify_cuda(message) is not None:
         return False  # 'what(): CUDA error: ...': the CUDA rules read it, whoever threw it
     sycl = _SYCL_ERROR.search(message)
