@@ -84,6 +84,7 @@ class Bundle:
     node_facts: dict[str, NodeFacts]
     problems: list[str] = field(default_factory=list)
     kernel_origins: dict[str, str] = field(default_factory=dict)  # node -> KERNEL_ORIGIN_* (collection/NODE.yaml)
+    kernel_complete: frozenset[str] = frozenset()  # nodes whose collection record says the kernel log's state was ok
     clock_skews: dict[str, float] = field(default_factory=dict)  # node -> s its clock was behind (negative)
     # node -> the GPUs Slurm gave the job there, as the epilog read SLURM_JOB_GPUS (indexes) or
     # CUDA_VISIBLE_DEVICES (indexes or UUIDs) into collection/NODE.yaml's ``gpus``
@@ -132,9 +133,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         problems.append(f"{JOB_FILE}: expected a mapping, got {type(raw).__name__}")
     node_facts = _load_node_facts(root, problems)
     files = _list_files(root, job, problems)
-    origins, skews, gpus = _load_collection_records(root, problems)
+    origins, skews, gpus, complete = _load_collection_records(root, problems)
     return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems,
-                  kernel_origins=origins, clock_skews=skews, job_gpus=gpus)
+                  kernel_origins=origins, kernel_complete=complete, clock_skews=skews, job_gpus=gpus)
 
 
 # Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
@@ -153,17 +154,19 @@ def shipped_kernel_record(node: str) -> dict[str, Any]:
 
 
 def _load_collection_records(root: Path, problems: list[str]
-                             ) -> tuple[dict[str, str], dict[str, float], dict[str, tuple[str, ...]]]:
+                             ) -> tuple[dict[str, str], dict[str, float], dict[str, tuple[str, ...]], frozenset[str]]:
     """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
     that node's kernel log (a record without one says ``unrecorded``), how far its clock was behind
     the controller's at the Epilog (``clock_skew_s``, when the collector could tell) and the GPUs the job had
-    there (``gpus``: SLURM_JOB_GPUS, '0,1' or '0-3', or CUDA_VISIBLE_DEVICES' indexes or UUIDs)."""
+    there (``gpus``: SLURM_JOB_GPUS, '0,1' or '0-3', or CUDA_VISIBLE_DEVICES' indexes or UUIDs), and the nodes whose
+    kernel log the collector read whole (its state ``ok``)."""
     origins: dict[str, str] = {}
     skews: dict[str, float] = {}
     gpus: dict[str, tuple[str, ...]] = {}
+    complete: set[str] = set()
     folder = root / "collection"
     if not folder.is_dir() or folder.is_symlink():
-        return origins, skews, gpus
+        return origins, skews, gpus, frozenset()
     for path in sorted(folder.iterdir()):
         if path.suffix not in (".yaml", ".yml"):
             continue
@@ -177,11 +180,13 @@ def _load_collection_records(root: Path, problems: list[str]
             if isinstance(entry, dict) and entry.get("source") == "kernel_log":
                 value = _text(entry.get("origin"))
                 origin = value if value in KERNEL_ORIGINS else "unrecorded"
+                if entry.get("state") == "ok":
+                    complete.add(path.stem)
         origins[path.stem] = origin
         named = _gpu_list(raw.get("gpus") if isinstance(raw, dict) else None)
         if named:
             gpus[path.stem] = named
-    return origins, skews, gpus
+    return origins, skews, gpus, frozenset(complete)
 
 
 def _gpu_list(value: Any) -> tuple[str, ...]:

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..bundle import BundleFile
-from ..model import SOURCE_APP, Symptom, connector_of
+from ..bundle import TRUSTED_KERNEL_ORIGINS, BundleFile
+from ..model import SOURCE_APP, SOURCE_KERNEL, Symptom, connector_of
 from ..ruleset import Rule
 from ..safeio import open_regular
 from ..scan import decode, gutter_cutter, open_evidence
@@ -694,6 +694,29 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
             _to_context(sym, f"logged {int((own - failed).total_seconds())} s after the launcher recorded the "
                              f"job's failure ({format_utc(failed)}): not shown to have caused it")
             count += 1
+    return count
+
+
+@rule("filter.metric_xid_unlogged")
+def metric_xid_unlogged(ctx: EngineContext, rule_: Rule) -> int:
+    """A metric's Xid on a node whose kernel log, read whole from a kernel-only source, holds no Xid: context
+    (see the rule's description)."""
+    kinds = set(str_list(rule_, "metric_kinds"))
+    metric = [sym for sym in ctx.active() if sym.kind in kinds and sym.role == "candidate" and sym.node]
+    if not metric:
+        return 0
+    logged = {sym.node for sym in ctx.symptoms if sym.kind == "xid"}  # kept or set aside: the driver saw one
+    read = {bf.node for bf in ctx.bundle.files if bf.source == SOURCE_KERNEL}
+    count = 0
+    for sym in metric:
+        node = sym.node
+        if node in logged or node not in read or node not in ctx.bundle.kernel_complete \
+                or ctx.bundle.kernel_origin(node) not in TRUSTED_KERNEL_ORIGINS:
+            continue
+        _to_context(sym, f"{node}'s kernel log, collected whole from {ctx.bundle.kernel_origin(node)}, holds no Xid: "
+                         "the driver logs every one, so this value is only in the metric's cache (injected into "
+                         "DCGM, or older than the window)")
+        count += 1
     return count
 
 
