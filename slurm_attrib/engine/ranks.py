@@ -9,14 +9,16 @@ from typing import Optional
 from ..model import JobFacts
 from ..timestamps import COLLECTED_HOST, QUOTE_MARKER, json_object
 
-# srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local), Open MPI --tag-output
+# srun --label "9: ", PyTorch "[rank9]:", torchrun "[default9]:" (local; with --role, the role's name instead of
+# 'default': "--role $(hostname -s):" gives "[node-3:9]:"), Open MPI --tag-output
 # "[jobid,9]<stderr>:" (the MPI rank: global; the SageMaker training toolkit rewrites it as
 # "[1,mpirank:9,algo-2]<stderr>:", the host last), horovodrun's "[9]<stderr>:" (the rank; its stamp before it is
 # a shipped stamp, below), and Ray's worker prefix "(WorkerDict pid=123, ip=10.0.0.5) "
 # or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it, but
 # vLLM's "(VllmWorker rank=1 pid=788) " names its worker's rank);
 # also in the prefilter's bytes
-RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[default(\d+)\]: ?|(?:P\d{1,4} +)?(\d+): |"
+RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[(?:default|[A-Za-z][\w.-]{1,63}:(?=\d{1,4}\]:))(\d+)\]: ?|"
+                       r"(?:P\d{1,4} +)?(\d+): |"
                        r"\[(?:\d+,)?(?:mpirank:)?(\d+)(?:,[\w.-]{1,64})?\]<(?:stdout|stderr|stddiag)>: ?|"
                        r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
                        r"(?:, ip=[\d.]+)?\)"

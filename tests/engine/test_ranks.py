@@ -36,6 +36,11 @@ from slurm_attrib.model import JobFacts
     ("[rank1]: [rank2]: text", (None, 2, 1), "text"),
     ("[rank3]:[rank11]: torch.OutOfMemoryError: x", (None, 11, 3), "torch.OutOfMemoryError: x"),
     ("[default1]: [rank2]: [rank5]: text", (None, 2, 1), "text"),  # one local rank at most
+    # torchrun --role NAME: its role instead of 'default' ('--role $(hostname -s):' gives '[node-3:1]:'); Open MPI's
+    # '[host:pid]' names a process, not a rank
+    ("[node-3:1]: RuntimeError: boom", (None, None, 1), "RuntimeError: boom"),
+    ("[compute-st-p4d24xlarge-7:21766] Signal: Segmentation fault (11)", None,
+     "[compute-st-p4d24xlarge-7:21766] Signal: Segmentation fault (11)"),
     ("2026-11-20T09:45:12.123456789Z [rank3]: RuntimeError: boom", (None, 3, None), "RuntimeError: boom"),
     ("2026-11-20T09:45:12+01:00 3: text", (3, None, None), "text"),  # a shipper's stamp, then the labels
     ("[1,15]<stderr>:[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: x", (None, 15, None),
