@@ -293,14 +293,19 @@ def collect_node(env: Mapping[str, str], config: Config, sources: Optional[NodeS
     now = now or datetime.now(timezone.utc)
     sources = sources or default_sources(coll, job.node, env)
     window, note = _window(job, coll, now)
-    facts = _node_facts(sources, report, window, coll, budget)
     spool, fallback = Path(config.spool.dir), Path(config.spool.fallback_dir)
+    # staged before the first source runs: a SIGTERM while the node facts are still being read (a slow or loaded
+    # node) still hands in a partial bundle that says so
     bundle, notes = stage(spool, fallback, job.key, job.node, bool(config.spool.http_url))
-    report.problems.extend([*notes, note] if note else notes)
+    staged = [*notes, note] if note else notes
     try:
+        facts = _node_facts(sources, report, window, coll, budget)
+        report.problems.extend(staged)
+        staged = []
         _gather_into(bundle, sources, report, facts, window, coll, budget, now)
     except BaseException as exc:  # stopped (SIGTERM at the budget) or broken: hand in what there is
         stop_running()
+        report.problems.extend(staged)
         _salvage(bundle, report, job, now, exc, spool, fallback)
         raise
     report.delivery = deliver(bundle, spool, fallback, job.key, job.node, config.spool.http_url,

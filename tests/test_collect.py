@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 import yaml
 
 from slurm_attrib.bundle import load_bundle
@@ -263,6 +264,23 @@ def test_stopped_collector_publishes_a_partial_bundle_marked_timeout(tmp_path: P
                                          "reason": "stopped at the Epilog budget", "bytes": 0, "seconds": 0.0}
     assert (root / "syslog/node-01.log").read_bytes() == journal()
     assert node_state(root)[0] == "timeout"
+
+
+def test_a_collector_stopped_while_reading_the_node_facts_still_hands_in_a_bundle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a slow or loaded node the wrapper's SIGTERM can come before the first log source, while the main thread
+    waits for the node facts: the bundle is staged before they are read, so a partial one marked timeout arrives."""
+    import slurm_attrib.collect as collect_module
+
+    def stopped(*_args: object) -> None:
+        raise SystemExit("signal 15")  # what the SIGTERM handler raises in the main thread
+
+    monkeypatch.setattr(collect_module, "_node_facts", stopped)
+    with pytest.raises(SystemExit):
+        collect_node(env_dump("fail-exit3.epilog.node-01.env"), config(tmp_path),
+                     sources(FakeRunner({"journalctl": journal()})), now=NOW)
+    collection = yaml.safe_load((tmp_path / "spool/nodes/mini_1_0/node-01/collection.yaml").read_text())
+    assert collection["state"] == "timeout" and collection["reason"] == "stopped at the Epilog budget"
 
 
 def test_a_node_clock_behind_the_controllers_shifts_the_window_and_says_so(tmp_path: Path) -> None:
