@@ -99,8 +99,12 @@ def outside_window(ctx: EngineContext, rule_: Rule) -> int:
     for node, skew in sorted(skews.items()):
         ctx.notes.append(f"{node}'s clock was {-skew:g} s behind the controller's at its Epilog (collection.yaml): "
                          "its lines were placed in the job window with that correction")
+    kernel_rezoned = _rezoned_kernel_lines(ctx)
+    for node, zone_name in kernel_rezoned:
+        ctx.notes.append(f"{node}: its kernel lines without a zone were read at {zone_name}, the offset its other "
+                         "kernel lines carry (no zone in its facts)")
     rezoned = _rezoned_application_logs(ctx)
-    if rezoned:
+    if rezoned or kernel_rezoned:
         ctx.order()  # their times moved: active() hands the symptoms on in time order
     for rel, zone_name in rezoned:
         ctx.app_zones[rel] = zone_name
@@ -293,6 +297,44 @@ def _rezoned_application_logs(ctx: EngineContext) -> list[tuple[str, str]]:
                 sym.notes.append(f"stamp read at {name}: its file's stamps fit the job only so")
             moved.append((rel, name))
             break
+    return moved
+
+
+def _rezoned_kernel_lines(ctx: EngineContext) -> list[tuple[str, str]]:
+    """A node without a zone in its facts whose kernel lines carry one non-zero UTC offset in their own stamps
+    (journalctl's '2024-11-15T20:02:03+0800': the node's local time) and whose other kernel lines carry none (a
+    syslog file's 'Nov 15 20:02:03', written in the same local time): those are read at that offset, not in the
+    zone assumed for them. A zero offset says nothing of the local zone ('journalctl --utc'). (node, offset) for
+    each node moved."""
+    by_node: dict[str, tuple[list[Symptom], set[str]]] = {}
+    for sym in ctx.active():
+        if sym.node and sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_KERNEL \
+                and not sym.fields.get("time_inferred"):
+            naive, offsets = by_node.setdefault(sym.node, ([], set()))
+            offset = iso_offset(sym.evidence[0].raw.split(" ", 1)[0])
+            if offset:
+                offsets.add(offset)
+            else:
+                naive.append(sym)
+    moved: list[tuple[str, str]] = []
+    for node, (naive, offsets) in sorted(by_node.items()):
+        facts = ctx.bundle.facts_for(node)
+        if not naive or len(offsets) != 1 or (facts is not None and facts.timezone):
+            continue
+        name = next(iter(offsets))
+        try:
+            other = zone_from_name(name)
+        except ValueError:
+            continue
+        zone, first = time_context(ctx, node).zone, naive[0].time
+        if first is None or name in ("Z", "z") or not _offset(first, other) \
+                or not all(_zone_less(ctx, s, zone) for s in naive[:3]):
+            continue
+        for sym in naive:
+            if sym.time is not None and _zone_less(ctx, sym, zone):
+                shift_time(sym, _offset(sym.time, zone) - _offset(sym.time, other))
+                sym.notes.append(f"stamp read at {name}: the node's own kernel lines carry that offset")
+        moved.append((node, name))
     return moved
 
 
