@@ -305,8 +305,8 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
             strongest = _strongest_first(close)[0]
             # a kernel fault and the error it caused, logged out of order; the program's own error (or one whose
             # side is unknown) yields only to a fault that can have caused it
-            if strongest.strength > leader.strength + margin and (
-                    leader.responsible == "infrastructure" or ctx.causal.explains(strongest, leader)):
+            if strongest.strength > leader.strength + margin and not _causes_another_kind(ctx, leader, strongest) \
+                    and (leader.responsible == "infrastructure" or ctx.causal.explains(strongest, leader)):
                 leader = strongest
     else:
         leader = _strongest_first(candidates)[0]
@@ -322,6 +322,14 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
         sym.fields["leading"] = True
     ctx.leaders = leaders
     return len(leaders)
+
+
+def _causes_another_kind(ctx: EngineContext, cause: Symptom, effect: Symptom) -> bool:
+    """``cause`` can produce ``effect`` and they are faults of different classes (a file server that stopped
+    answering, then a node's hung-task panic): the earlier one keeps the lead however strong the later is. Two
+    reports of one fault (a GPU's port error and its Xid 79) are one class: the stronger names it better."""
+    causal = ctx.causal
+    return causal.explains(cause, effect) and not causal.classes_of(cause) & causal.classes_of(effect)
 
 
 def _at_the_hang(ctx: EngineContext, leader: Symptom, timed: list[Symptom]) -> Symptom:
