@@ -724,17 +724,27 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
 def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     """A physical fault stamped well after the launcher recorded the job's failure (see the rule's description)."""
     kinds = set(str_list(rule_, "failure_kinds"))
-    records = [when for sym in ctx.active() if sym.kind in kinds and (when := own_time(sym))]
+    reasons = set(str_list(rule_, "cancel_reasons"))  # slurmstepd's end of a step counts when its tasks failed
+    records = [(when, sym.node) for sym in ctx.active() if sym.kind in kinds and (when := own_time(sym))
+               and (sym.kind != "slurm_cancelled" or str(sym.fields.get("reason", "")).upper() in reasons)]
     if not records:
         return 0
-    failed = max(records)  # the last: an elastic agent restarts its workers after each failure but the last
+    failed = max(when for when, _ in records)  # the last: an elastic agent restarts its workers after each failure
+    failed_nodes = {node for _, node in records}
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
+    skew = ctx.tolerance(ctx.settings.skew_s)
     count = 0
     for sym in ctx.active():
         own = own_time(sym)
-        if _physical_candidate(sym) and own is not None and own > failed + margin:
-            _to_context(sym, f"logged {int((own - failed).total_seconds())} s after the launcher recorded the "
-                             f"job's failure ({format_utc(failed)}): not shown to have caused it")
+        if not _physical_candidate(sym) or own is None:
+            continue
+        # a device on the failed tasks' own node may be logged as broken a while after they died of it; a fault on
+        # another node logged after they failed cannot have made them fail
+        elsewhere = sym.node is not None and None not in failed_nodes and sym.node not in failed_nodes
+        if own > failed + (skew if elsewhere else margin):
+            where = " on another node" if elsewhere else ""
+            _to_context(sym, f"logged {int((own - failed).total_seconds())} s after the job's failure was recorded "
+                             f"({format_utc(failed)}){where}: not shown to have caused it")
             count += 1
     return count
 
