@@ -601,6 +601,8 @@ def _dcgm_warning(line: Line) -> str:
 
 # the states in which a job ran out of time: a GPU held at a fraction of its clocks explains that
 _OUT_OF_TIME = frozenset({"TIMEOUT", "DEADLINE"})
+_IDLE_ACTIVE = re.compile(r"Idle\s*:\s*Active\b")
+_NAMED_SLOWDOWN = re.compile(r"HW (?:Thermal|Power Brake) Slowdown\s*:\s*Active\b")
 
 
 @decoder("gpu_clock_slowdown")
@@ -609,11 +611,10 @@ def decode_clock_slowdown(ctx: EngineContext, sym: Symptom, line: Line, extra: d
     idle GPU: the power brake is the node's (its power supply or BMC), a thermal or plain slowdown the GPU's; a
     plain one whose cause the block names below it leaves the verdict to that line."""
     block = [text.strip() for text in line.preceding(8)]
-    if ctx.job.state not in _OUT_OF_TIME or any(re.match(r"Idle\s*:\s*Active\b", text) for text in block):
+    if ctx.job.state not in _OUT_OF_TIME or any(_IDLE_ACTIVE.match(text) for text in block):
         return True
-    if sym.fields.get("reason") == "HW Slowdown" and any(
-            re.match(r"HW (?:Thermal|Power Brake) Slowdown\s*:\s*Active\b", text.strip())
-            for text in line.iter_following(2)):
+    if sym.fields.get("reason") == "HW Slowdown" and any(_NAMED_SLOWDOWN.match(text.strip())
+                                                          for text in line.iter_following(2)):
         return True  # the cause named below it says more
     sym.role, sym.strength = "candidate", 45
     if sym.fields.get("reason") == "HW Power Brake Slowdown":
