@@ -433,14 +433,22 @@ _NETWORK_LAST_ERROR = re.compile(r"(?i)Last (?:NCCL warning\(error\)|error):.*(?
                                  r"Bootstrap|ibv_|address)")
 
 
+# NCCL before 2.4 named each way of calling it wrongly (src/core.cu ncclGetErrorString until 2.3.5): what Horovod
+# and TensorFlow print from a build against a mismatched NCCL ('ncclAllReduce failed: invalid data type')
+_OLD_USAGE = ("invalid data type", "invalid reduction operation", "parameter mismatch between ranks",
+              "invalid device pointer", "invalid device index", "lib wrapper not initialized")
+
+
 @decoder("net_nccl_result")
 def decode_nccl_result(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """ncclInvalidUsage ('invalid usage') is NCCL rejecting how it was called (duplicate GPUs per rank,
-    mismatched communicator setup): a weak application candidate, unless the same line quotes NCCL's
+    """ncclInvalidUsage ('invalid usage', and before NCCL 2.4 its particular texts: 'invalid data type', ...) is
+    NCCL rejecting how it was called (duplicate GPUs per rank, mismatched communicator setup, a build against
+    another NCCL): a weak application candidate, unless the same line quotes NCCL's
     last warning naming a network/bootstrap problem, which the network rules judge. Every other result
     stays a cascade."""
     reason = " ".join(str(sym.fields.get(k, "")) for k in ("reason", "result", "call_reason")).lower()
-    if ("invalid usage" in reason or "ncclinvalidusage" in reason) and not _NETWORK_LAST_ERROR.search(extra["text"]):
+    if ("invalid usage" in reason or "ncclinvalidusage" in reason or any(text in reason for text in _OLD_USAGE)) \
+            and not _NETWORK_LAST_ERROR.search(extra["text"]):
         _apply(sym, Verdict("candidate", "workload", 35, "NCCL rejected how it was called (ncclInvalidUsage)",
                             category="application"))
     return True
