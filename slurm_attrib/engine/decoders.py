@@ -25,7 +25,7 @@ from ..nvidia.parse import (
 )
 from ..scan import Line
 from .context import EngineContext
-from .nodes import match_node
+from .nodes import job_node, match_node
 from .ranks import after_log_prefix, split_rank, stream_key
 from .registry import decoder
 
@@ -635,6 +635,28 @@ def decode_boot_marker(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
                       "power loss or a reset)"
         sym.actions = ("find why the node went down (its console or BMC log, kdump, the reset reason of the next "
                        "boot) before returning it to service",)
+    return True
+
+
+# what a failed health check's name says failed (NHC's check_* functions and the checks sites add in their style)
+_CHECK_CATEGORIES = ((re.compile(r"ecc|remap|retired", re.I), "gpu_memory"),
+                     (re.compile(r"gpu|nv(?:idia|_|smi|link)|xid|dcgm", re.I), "gpu_hardware"),
+                     (re.compile(r"(?:^|_)(?:ib|eth|net|nic|rdma)(?:_|$)|infiniband", re.I), "network"),
+                     (re.compile(r"(?:^|_)(?:fs|file|mount|disk)(?:_|$)", re.I), "storage"))
+
+
+@decoder("health_check")
+def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A failed health check is its node's fault of the kind its check names; a runner that prefixes each host
+    ('mynode-066 | ERROR: ...') places it on that job node, else the file's."""
+    host = sym.fields.get("host")
+    named = job_node(ctx, host) if isinstance(host, str) else None
+    if named:
+        sym.node = named
+    check = str(sym.fields.get("check", ""))
+    sym.category = next((category for pattern, category in _CHECK_CATEGORIES if pattern.search(check)), "node_failure")
+    if sym.category in ("gpu_memory", "gpu_hardware"):
+        sym.kind = "gpu_diag_fault"  # a GPU fault of the causal model's gpu_fault class, as dcgmi diag's
     return True
 
 
