@@ -311,7 +311,7 @@ def _rezoned_kernel_lines(ctx: EngineContext) -> list[tuple[str, str]]:
         if sym.node and sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_KERNEL \
                 and not sym.fields.get("time_inferred"):
             naive, offsets = by_node.setdefault(sym.node, ([], set()))
-            offset = iso_offset(sym.evidence[0].raw.split(" ", 1)[0])
+            offset = _stamp_offset(sym)
             if offset:
                 offsets.add(offset)
             else:
@@ -343,7 +343,7 @@ def _kernel_offsets(ctx: EngineContext) -> list[tuple[str, Any]]:
     found: set[str] = set()
     for sym in ctx.active():
         if sym.evidence and sym.evidence[0].source != SOURCE_APP and sym.time is not None:
-            offset = iso_offset(sym.evidence[0].raw.split(" ", 1)[0])
+            offset = _stamp_offset(sym)
             if offset and offset not in ("Z", "z"):
                 found.add(offset)
     out: list[tuple[str, Any]] = []
@@ -353,6 +353,11 @@ def _kernel_offsets(ctx: EngineContext) -> list[tuple[str, Any]]:
         except ValueError:
             continue
     return out
+
+
+def _stamp_offset(sym: Symptom) -> Optional[str]:
+    """The UTC offset the symptom's own line writes in its leading stamp ('2024-10-02T18:06:38+0800'), or None."""
+    return iso_offset(sym.evidence[0].raw.split(" ", 1)[0]) if sym.evidence else None
 
 
 def _offset(when: datetime, zone: Any) -> timedelta:
