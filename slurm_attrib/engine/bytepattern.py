@@ -148,11 +148,12 @@ class _Emitter:
         if where in _DROPPED_AT:
             return b""
         if where in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
+            # a kernel line is read after a quote marker too (extract's _judge): so its start is here
             return b"^" + (b"(?:\\xef\\xbb\\xbf)?(?:" + QUOTE_PREFIX_BYTES + b")?(?:" + JSON_WRAPPER_BYTES + b")?(?:"
                            + SHIPPED_STAMP_BYTES + b")?(?:"
                            + COLLECTED_HOST_BYTES + b")?(?:" + RANK_PREFIX_BYTES + b")*(?:" + LOG_PREFIX_BYTES
                            + b"(?:" + RANK_PREFIX_BYTES + b")*)?"
-                           if self.rank_prefixed else b"")
+                           if self.rank_prefixed else b"(?:" + QUOTE_PREFIX_BYTES + b")?")
         raise Untranslatable(f"unsupported anchor {where}")
 
     def repeat(self, low: int, high: int, body: Any) -> bytes:

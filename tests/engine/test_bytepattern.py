@@ -1,6 +1,6 @@
 """A rule's byte pattern must match every line its Python regex matches, or the Hyperscan prefilter
 loses symptoms. Checked on every line of the fixtures, golden bundles and corpus that holds one of
-the rule's anchors, and on hostile variants of those lines: rank prefixes, CRLF, Unicode spaces and
+the rule's anchors, and on hostile variants of those lines: rank prefixes, a quote marker, CRLF, Unicode spaces and
 digits, case folds beyond ASCII, NUL and invalid UTF-8."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from slurm_attrib.bundle import load_bundle
 from slurm_attrib.engine.bytepattern import CASE_FOLDS_BEYOND_ASCII, Untranslatable, translate
-from slurm_attrib.engine.ranks import split_rank
+from slurm_attrib.engine.ranks import quote_end, split_rank
 from slurm_attrib.ruleset import Rule, load_ruleset
 from slurm_attrib.ruletest import fixture_paths, materialise
 from slurm_attrib.scan import decode
@@ -35,7 +35,7 @@ def _matched_lines(pattern: bytes, lines: list[bytes]) -> set[int]:
 
 def _python_matches(regex: re.Pattern[str], line: bytes, app: bool) -> bool:
     text = decode(line)
-    return regex.search(split_rank(text)[1] if app else text) is not None
+    return regex.search(split_rank(text)[1] if app else text[quote_end(text):]) is not None
 
 
 def _assert_superset(regex: re.Pattern[str], lines: list[bytes], app: bool) -> None:
@@ -46,9 +46,9 @@ def _assert_superset(regex: re.Pattern[str], lines: list[bytes], app: bool) -> N
 
 def _variants(line: bytes) -> list[bytes]:
     text = line.decode("utf-8", errors="replace")
-    return [line, b"7: [rank7]: " + line, b"  [default3]:" + line, line + b"\r", line.replace(b":", b":\xff"),
-            line.replace(b" ", b" \x00 "), text.replace(" ", "\u00a0").encode(), text.swapcase().encode(),
-            text.translate(ARABIC_INDIC_DIGITS).encode(),
+    return [line, b"7: [rank7]: " + line, b"  [default3]:" + line, b"> " + line, line + b"\r",
+            line.replace(b":", b":\xff"), line.replace(b" ", b" \x00 "), text.replace(" ", "\u00a0").encode(),
+            text.swapcase().encode(), text.translate(ARABIC_INDIC_DIGITS).encode(),
             text.replace("k", "\u212a").replace("s", "\u017f").replace("i", "\u0131").encode()]
 
 
