@@ -480,7 +480,7 @@ _GPU_DRIVER_MODULES = frozenset({"nvidia", "nvidia_uvm", "nvidia_modeset", "nvid
 _GPU_DRIVER = "GPU driver"
 # x86 and arm64 print ' fn+0x1f/0x40 [module]' after the stamp or address; 32-bit ARM
 # '[<80233190>] (fn) from [<803db1c4>] (caller+0x30/0x280)': the frame with an offset is the caller's
-_FRAME = re.compile(r"(?:\]\s+|^\s*|:\s+|\()(?:\?\s+)?(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
+_FRAME = re.compile(r"(?<![\w.$])(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}"
                     r"(?:\)?\s+\[(?P<mod>\w{1,64})\])?")
 _NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
 
