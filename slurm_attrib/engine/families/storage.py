@@ -86,16 +86,16 @@ def decode_nfs_recovered(ctx: EngineContext, sym: Symptom, line: Line, extra: di
 
 
 def _came_back(line: Line, server: str, memo: dict[str, Any]) -> bool:
-    """Whether 'server X OK' ends a line after this one in its block. Where each server's recovery lines
-    start is found once per block (kept in the file's decoder memo), so a log with thousands of "not
-    responding" lines costs one search of each block per server, not one per line."""
+    """Whether 'server X OK' ends a line (or a journal record's MESSAGE) after this one in its block.
+    Where each server's recovery lines start is found once per block (kept in the file's decoder memo), so a log
+    with thousands of "not responding" lines costs one search of each block per server, not one per line."""
     block, starts = memo.get("nfs_recoveries", (None, {}))
     if block is not line.buffer:
         block, starts = line.buffer, {}
         memo["nfs_recoveries"] = (block, starts)
     found: Optional[list[int]] = starts.get(server)
     if found is None:
-        pattern = re.compile(rb"server " + re.escape(server.encode("utf-8", "surrogateescape")) + rb" OK\r?$",
+        pattern = re.compile(rb"server " + re.escape(server.encode("utf-8", "surrogateescape")) + rb" OK(?:\r?$|\")",
                              re.MULTILINE)
         found = starts[server] = [m.start() for m in pattern.finditer(block)]
     return bisect.bisect_right(found, line.end) < len(found)
