@@ -536,8 +536,9 @@ def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for rel, symptoms in sorted(found.items()):
         heads = _line_heads(paths.get(rel), [s.evidence[0].offset for s in symptoms])
+        pasted = _quoted_throughout(paths.get(rel))
         for sym in symptoms:
-            why = _program_written(sym.evidence[0].raw) or (
+            why = _program_written(sym.evidence[0].raw, pasted) or (
                 "the line is coloured" if b"\x1b[" in heads.get(sym.evidence[0].offset, b"") else "")
             if why:
                 sym.dropped = (f"a program printed these words ({why}): Slurm writes its own plain lines, so they "
@@ -564,9 +565,24 @@ def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
     return heads
 
 
-def _program_written(raw: str) -> str:
-    """Why a line in Slurm's words was written by a program rather than srun or a Slurm daemon, or ""."""
-    if quote_end(raw.lstrip("\x00")):
+def _quoted_throughout(path: Optional[Path]) -> bool:
+    """Whether every line of the file's head (64 KiB) that holds anything is quoted ('> '): a log pasted into
+    a mail or a Markdown quote, where the marker is the paste's, not what any program wrote."""
+    if path is None:
+        return False
+    try:
+        with open_evidence(path) as handle:
+            head = handle.read(1 << 16)
+    except (OSError, EOFError, zlib.error):
+        return False
+    lines = [line for line in decode(head).split("\n")[:-1 if len(head) == 1 << 16 else None] if line.strip()]
+    return bool(lines) and all(quote_end(line) for line in lines)
+
+
+def _program_written(raw: str, pasted: bool = False) -> str:
+    """Why a line in Slurm's words was written by a program rather than srun or a Slurm daemon, or "".
+    ``pasted``: the whole file is quoted, so a line's quote marker says nothing of who wrote it."""
+    if not pasted and quote_end(raw.lstrip("\x00")):
         return "the line is quoted"  # srun and the daemons never quote their own lines
     stream, rest = split_rank(raw)
     if stream is not None:
