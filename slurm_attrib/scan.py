@@ -45,11 +45,14 @@ class Prefilter(Protocol):
 
 
 class RegexPrefilter:
-    """The pure-``re`` prefilter: one alternation of the escaped literal anchors; a hit names no rule."""
+    """The pure-``re`` prefilter: one alternation of the escaped literal anchors (those in ``folded`` in any
+    ASCII case: the anchors of rules whose regex ignores case); a hit names no rule."""
 
-    def __init__(self, anchors: Sequence[bytes]) -> None:
+    def __init__(self, anchors: Sequence[bytes], folded: Sequence[bytes] = ()) -> None:
         ordered = sorted(set(anchors), key=lambda a: (-len(a), a))
-        self._pattern = re.compile(b"|".join(anchor_regex(a) for a in ordered)) if ordered else None
+        fold = set(folded)
+        self._pattern = re.compile(b"|".join(b"(?i:" + anchor_regex(a) + b")" if a in fold else anchor_regex(a)
+                                             for a in ordered)) if ordered else None
 
     def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
         if self._pattern is None:

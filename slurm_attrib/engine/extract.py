@@ -42,6 +42,7 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import job_node, match_node, place_ranks, resolve_node, resolve_peer
+from .prefilter import fold_bytes, folded_anchors, folds_case
 from .ranks import (
     COLLECTED_HOST_PATTERN,
     Stream,
@@ -71,8 +72,14 @@ class AnchorIndex:
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
         self._anchors = sorted({a for r in rules if r.match for a in r.match.anchors}, key=lambda a: (-len(a), a))
-        self._plain = [tuple(a for a in _anchors(r) if not a.endswith("\n")) for r in rules]
-        self._line_end = [tuple(a.rstrip("\n") for a in _anchors(r) if a.endswith("\n")) for r in rules]
+        # a rule whose regex ignores case ('(?i)') has its anchors found in any case too: the NGC banner's
+        # 'System not yet initialized (error 802)' holds the anchor 'system not yet initialized'
+        self._folds = [folds_case(r) for r in rules]
+        self._folded = folded_anchors(rules)
+        self._plain = [tuple(_case(a, fold) for a in _anchors(r) if not a.endswith("\n"))
+                       for r, fold in zip(rules, self._folds)]
+        self._line_end = [tuple(_case(a.rstrip("\n"), fold) for a in _anchors(r) if a.endswith("\n"))
+                          for r, fold in zip(rules, self._folds)]
         self.aliased = frozenset(r.id for r in rules if r.match and _ALIASED_GROUP.search(r.match.pattern))
 
     # The two regexes over all anchors are compiled when first needed (the ``re`` prefilter, an anchor
@@ -80,25 +87,36 @@ class AnchorIndex:
     @cached_property
     def _pattern(self) -> re.Pattern[str]:
         # a lookahead finds an anchor at every position, also one that starts inside another's match
-        return re.compile("(?=(" + "|".join(re.escape(a.rstrip("\n")) for a in self._anchors) + "))")
+        return re.compile("(?=(" + "|".join(_folding(re.escape(a.rstrip("\n")), a in self._folded)
+                                            for a in self._anchors) + "))")
 
     @cached_property
     def _owners(self) -> dict[str, list[int]]:
-        owners: dict[str, set[int]] = defaultdict(set)
+        """Anchor as found -> the rules it selects; a folded anchor is looked up in lower case."""
+        exact: dict[str, set[int]] = defaultdict(set)
+        folded: dict[str, set[int]] = defaultdict(set)
         for index, rule in enumerate(self.rules):
             for anchor in rule.match.anchors if rule.match else ():
-                owners[anchor.rstrip("\n")].add(index)
+                key = anchor.rstrip("\n")
+                (folded[key.lower()] if self._folds[index] else exact[key]).add(index)
         # a longer anchor found at a position also stands for every anchor it contains
-        return {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
+        owners = {a: set().union(*(exact[b] for b in exact if b in a)) for a in exact}
+        for key in folded:
+            owners.setdefault(key, set()).update(*(folded[b] for b in folded if b in key))
+        return {a: sorted(found) for a, found in owners.items()}
 
     @cached_property
     def _any_anchor(self) -> re.Pattern[bytes]:
-        return re.compile(b"|".join(anchor_regex(a.encode()) for a in self._anchors))
+        return re.compile(b"|".join(fold_bytes(anchor_regex(a.encode()), a in self._folded) for a in self._anchors))
 
     def rules_for(self, text: str) -> list[Rule]:
         found: set[int] = set()
+        owners = self._owners
         for match in self._pattern.finditer(text):
-            found.update(self._owners[match.group(1)])
+            anchor = match.group(1)
+            found.update(owners.get(anchor, ()))
+            if self._folded:
+                found.update(i for i in owners.get(anchor.lower(), ()) if self._folds[i])
         return [self.rules[i] for i in sorted(found)]
 
     def candidates(self, line: Line, text: str) -> list[Rule]:
@@ -113,6 +131,8 @@ class AnchorIndex:
         return [self.rules[i] for i in sorted(line.rules) if self._admits(i, line, text)]
 
     def _admits(self, index: int, line: Line, text: str) -> bool:
+        if self._folds[index]:
+            text = text.lower()
         for anchor in self._plain[index]:  # plain loops: this runs for every rule of every hit line
             if anchor in text:
                 return True
@@ -124,6 +144,15 @@ class AnchorIndex:
 
 def _anchors(rule: Rule) -> tuple[str, ...]:
     return rule.match.anchors if rule.match else ()
+
+
+def _case(anchor: str, fold: bool) -> str:
+    return anchor.lower() if fold else anchor
+
+
+def _folding(pattern: str, fold: bool) -> str:
+    """``pattern`` made to ignore case where ``fold``."""
+    return f"(?i:{pattern})" if fold else pattern
 
 
 class Extractor:

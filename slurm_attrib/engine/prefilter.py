@@ -14,6 +14,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -61,10 +62,26 @@ def rule_patterns(rule: Rule) -> tuple[bytes, bytes]:
 
 
 def anchor_pattern(rule: Rule) -> bytes:
-    """Any of the rule's anchors, without the newline some end with (the anchor index asks for it)."""
+    """Any of the rule's anchors, without the newline some end with (the anchor index asks for it), in any
+    case where the rule's regex ignores case."""
     assert rule.match is not None
     anchors = sorted({a.rstrip("\n").encode() for a in rule.match.anchors})
-    return b"(?:" + b"|".join(_literal(a) for a in anchors) + b")"
+    return fold_bytes(b"(?:" + b"|".join(_literal(a) for a in anchors) + b")", folds_case(rule))
+
+
+def folds_case(rule: Rule) -> bool:
+    """Whether the rule's regex ignores case ('(?i)'): then its anchors are found in any case too."""
+    return bool(rule.match and rule.match.regex.flags & re.IGNORECASE)
+
+
+def folded_anchors(rules: Sequence[Rule]) -> frozenset[str]:
+    """The anchors (as written) of the rules that ignore case."""
+    return frozenset(a for r in rules if r.match and folds_case(r) for a in r.match.anchors)
+
+
+def fold_bytes(pattern: bytes, fold: bool) -> bytes:
+    """``pattern`` made to ignore (ASCII) case where ``fold``."""
+    return b"(?i:" + pattern + b")" if fold else pattern
 
 
 _DATABASES: dict[tuple[Any, ...], Any] = {}  # per process: (rule sources) -> database, oldest first
@@ -155,4 +172,5 @@ def build(rules: Sequence[Rule]) -> Prefilter:
         import hyperscan
 
         return HyperscanPrefilter(hyperscan, rules)
-    return RegexPrefilter([a.encode() for r in rules if r.match for a in r.match.anchors])
+    return RegexPrefilter([a.encode() for r in rules if r.match for a in r.match.anchors],
+                          folded=[a.encode() for a in folded_anchors(rules)])

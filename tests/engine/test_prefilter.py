@@ -50,6 +50,17 @@ def test_anchors_are_case_sensitive_like_the_prefilter() -> None:
     assert _ids(index, "Xid 79") == ["xid"]
 
 
+def test_a_rule_that_ignores_case_has_its_anchors_found_in_any_case() -> None:
+    # the NGC banner upper-cases the first letter of CUDA's error string: '[[ System not yet initialized (error 802) ]]'
+    folding = replace(_rule("cuda_text", "system not yet initialized"),
+                      match=Match(source="app", anchors=("system not yet initialized",), pattern="(?i)system not"))
+    index = AnchorIndex([folding, _rule("xid", "Xid")])
+    line = "   [[ System not yet initialized (error 802) ]]"
+    assert _ids(index, line) == ["cuda_text"] and _ids(index, "xid 79") == []
+    hits = RegexPrefilter([b"system not yet initialized", b"Xid"], folded=[b"system not yet initialized"])
+    assert len(list(hits.hits(line.encode(), 0, len(line)))) == 1 and not list(hits.hits(b"xid 79", 0, 6))
+
+
 def test_an_anchor_inside_a_longer_one_selects_its_rules_too() -> None:
     index = AnchorIndex([_rule("nccl", "NCCL"), _rule("warn", "WARN"), _rule("nccl_warn", "NCCL WARN")])
     assert _ids(index, "node-03:1:2 [2] NCCL WARN Call to ibv_poll_cq failed") == ["nccl", "warn", "nccl_warn"]
