@@ -535,11 +535,18 @@ def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 def decode_oom(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Pick up the memcg / job of an OOM kill from its report before it (the oom-kill record just before; an
     older kernel's 'Task in ... killed' above its memory stats and process table), not from an earlier kill's."""
+    selected = f"Kill process {sym.fields.get('pid')} (" if not sym.fields.get("scope") else None
     for previous in line.preceding(400):
         match = _TASK_MEMCG.search(previous)
         if match:
             _record_memcg(sym, match.group(1) or match.group(2))
             break
+        if selected and selected in previous:
+            # an older kernel's kill line after its own 'Out of memory: Kill process N ... or sacrifice child':
+            # the same kill, which that line already stands for
+            sym.role, sym.strength = "context", 0
+            selected = None
+            continue
         if any(marker in previous for marker in _OOM_KILLED):
             break
     return True
