@@ -65,6 +65,12 @@ INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "
 _ALIASED_GROUP = re.compile(r"\(\?P<\w+__\d+>")
 
 
+# a field of a `journalctl -o verbose` / `-o export` record other than its MESSAGE: what journald noted about the
+# writer (_CMDLINE, _COMM, _EXE, SYSLOG_IDENTIFIER ...), which a user shapes (`logger ... NVRM: Xid 48 ...` puts
+# the forged words in _CMDLINE too), never a line the kernel wrote
+_JOURNAL_METADATA = re.compile(r"[ \t]*(?!MESSAGE=)_{0,2}[A-Z][A-Z0-9_]{0,63}=")
+
+
 class AnchorIndex:
     """Which rules a hit line concerns: one regex over the anchors of a source's rules, so a line is
     tested against the rules whose anchors it holds instead of against every rule."""
@@ -438,6 +444,8 @@ class _LineHandler:
         if not self.app and (quoted := quote_end(line.text)):
             line.lead = line.text[:quoted]
         stream, text = self.stamps.hit(line) if self.app else (None, line.text[len(line.lead):])
+        if not self.app and _JOURNAL_METADATA.match(text):
+            return  # a journal record's field other than MESSAGE: '_CMDLINE=logger ... NVRM: Xid ...' is a user's
         node = self.bf.node
         if self.app and stream is None and text[:1].isalnum():
             node, stream, text = self._collected(node, line, text)
