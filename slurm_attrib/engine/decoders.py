@@ -672,10 +672,28 @@ def decode_memory_hw(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     """Uncorrected (EDAC UE, GHES fatal, a Machine Check Exception) is the node's fault; GHES 'recoverable'
     is weaker; corrected (EDAC CE, GHES corrected/info, a logged Machine Check) is context."""
     severity, ghes, mce = (str(sym.fields.get(k, "")) for k in ("severity", "ghes", "mce"))
+    if "page" in sym.fields or "mce_kill" in sym.fields or "uncorrected" in sym.fields:
+        return _decode_memory_failure(sym)
     if ghes == "recoverable":
         sym.strength = 40
     elif severity == "CE" or ghes in ("corrected", "info") or (mce and "Exception" not in mce):
         sym.role, sym.strength = "context", 0
+    return True
+
+
+def _decode_memory_failure(sym: Symptom) -> bool:
+    """mm/memory-failure.c's handling of a poisoned page: a page whose loss harms a process (dirty, huge, a
+    failed recovery) or a process it killed is the node's memory failing under the job; a clean or free page
+    the kernel dropped (re-read from disk, or nobody's) is context."""
+    kind, result = str(sym.fields.get("page_kind", "")), str(sym.fields.get("result", ""))
+    killed = sym.fields.get("sigbus") or sym.fields.get("mce_kill") or sym.fields.get("uncorrected")
+    if killed:
+        sym.summary = f"host memory hardware error on {sym.node}: {killed}"
+    elif result == "Failed" or "dirty" in kind or "huge" in kind:
+        sym.summary = f"host memory hardware error on {sym.node}: a poisoned {kind} ({result})"
+    else:
+        sym.role, sym.strength = "context", 0
+        sym.summary = f"host memory error on {sym.node}: a poisoned {kind} dropped ({result})"
     return True
 
 
