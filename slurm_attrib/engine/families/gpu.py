@@ -109,6 +109,12 @@ DRIVER_LIBRARY_MISSING = Verdict("candidate", "unknown", "unknown", 40,
                                  "the NVIDIA driver's library is not visible to the process: the node's driver not "
                                  "installed or loaded, a container without the NVIDIA runtime, or a node without GPUs",
                                  readings=("node_failure", "application"))
+# the job's build or image wants a newer driver than the node has: the job's choice of image, or a node left
+# behind the cluster's driver (one node of many on an older driver); either reading
+DRIVER_TOO_OLD = Verdict("candidate", "unknown", "unknown", 40,
+                         "the job's CUDA build or container wants a newer driver than the node has: the job's image "
+                         "(pick one built for the cluster's driver) or a node left on an older driver",
+                         readings=("application", "node_failure"))
 
 
 @dataclass(frozen=True)
@@ -506,6 +512,13 @@ def decode_level_zero_memory(ctx: EngineContext, sym: Symptom, line: Line, extra
 def decode_driver_library_missing(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """The node's driver or the job's container: both readings (see DRIVER_LIBRARY_MISSING)."""
     apply_verdict(sym, DRIVER_LIBRARY_MISSING)
+    return True
+
+
+@decoder("gpu_driver_too_old")
+def decode_driver_too_old(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The job's build or image or the node's driver: both readings (see DRIVER_TOO_OLD)."""
+    apply_verdict(sym, DRIVER_TOO_OLD)
     return True
 
 
