@@ -95,8 +95,8 @@ def _came_back(line: Line, server: str, memo: dict[str, Any]) -> bool:
         memo["nfs_recoveries"] = (block, starts)
     found: Optional[list[int]] = starts.get(server)
     if found is None:
-        pattern = re.compile(rb"server " + re.escape(server.encode("utf-8", "surrogateescape")) + rb" OK(?:\r?$|\")",
-                             re.MULTILINE)
+        name = re.escape(server.encode("utf-8", "surrogateescape"))
+        pattern = re.compile(rb"server " + name + rb" OK(?:[ \t]*\r?$|\")", re.MULTILINE)
         found = starts[server] = [m.start() for m in pattern.finditer(block)]
     return bisect.bisect_right(found, line.end) < len(found)
 
