@@ -227,6 +227,16 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                            f"a {s.category} cause" for s in readings),
                        annotations=[*notes, "one line that several causes print alike; look for a kernel log "
                                     "(Xid) or a repeat on the same GPU to decide"])
+    shared = str_list(rule_, "shared_categories")
+    if len(ctx.leaders) > 1 and len({s.category for s in ctx.leaders}) == 1 and ctx.leaders[0].category in shared:
+        # the same fault of a shared service (the file system) seen from several nodes: one outage, and the
+        # service's, not any node's; no choice to make between them
+        root = ctx.leaders[0]
+        seen = ", ".join(sorted({s.node for s in ctx.leaders if s.node})) or "its nodes"
+        return _decide(ctx, rule_, status="attributed", category=root.category,
+                       responsible=_common(ctx.leaders, "responsible"), root=root, culprit_nodes=[],
+                       summary=f"{_describe(root)} (and on {len(ctx.leaders) - 1} more: a shared service)",
+                       annotations=[*notes, f"the same {root.category} fault seen from {seen}"])
     if len(ctx.leaders) > 1:
         nodes = sorted({s.node for s in ctx.leaders if s.node})
         return _decide(ctx, rule_, status="ambiguous", category=_common(ctx.leaders, "category"),
@@ -243,7 +253,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                                     "it on the same node or GPU"])
     if ctx.leaders:
         root = ctx.leaders[0]
-        culprits = _blamed(root, str_list(rule_, "shared_categories"))
+        culprits = _blamed(root, shared)
         if culprits and _unbacked_app_claim(ctx, root):
             culprits = []
             part = "GPU" if root.category in _GPU_CATEGORIES else "network adapter"
