@@ -531,8 +531,15 @@ def decode_indeterminate(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     ROCr decodes as the access itself (a page not mapped, written while read-only, executed while NX, or the
     host's only) is ROCm's illegal address (CUDA 700): the code's, as CUDA's is."""
     reason = str(sym.fields.get("reason") or "")
-    apply_verdict(sym, KERNEL_BUG if _HSA_ACCESS_REASON.match(reason) else INDETERMINATE)
+    null = _NULL_ADDRESS.fullmatch(str(sym.fields.get("address") or "")) and not _HSA_NAMED_CAUSE.match(reason)
+    apply_verdict(sym, KERNEL_BUG if null or _HSA_ACCESS_REASON.match(reason) else INDETERMINATE)
     return True
+
+
+# glibc's '%p' of a null pointer, or a small offset from one (a member of a struct at NULL): a null dereference
+# in the kernel's code, whatever reason ROCr gives ('Unknown.'), unless it names a cause of its own
+_NULL_ADDRESS = re.compile(r"\(nil\)|0x0*[0-9a-fA-F]{1,3}")
+_HSA_NAMED_CAUSE = re.compile(r"(?:DRAM |SRAM )?ECC failure|Generic hang recovery")
 
 
 # the reasons ROCr's VMFaultHandler prints for an access the page tables refused (runtime.cpp); 'Unknown.', 'Generic
