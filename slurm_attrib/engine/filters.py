@@ -538,13 +538,54 @@ def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
         heads = _line_heads(paths.get(rel), [s.evidence[0].offset for s in symptoms])
         pasted = _quoted_throughout(paths.get(rel))
         for sym in symptoms:
-            why = _program_written(sym.evidence[0].raw, pasted) or (
-                "the line is coloured" if b"\x1b[" in heads.get(sym.evidence[0].offset, b"") else "")
+            head = heads.get(sym.evidence[0].offset, b"")
+            why = _program_written(sym.evidence[0].raw, pasted, _own_regex(ctx, sym)) or (
+                "the line is coloured" if b"\x1b[" in head else "") or (
+                "the line's own first bytes carry a task's prefix" if _task_prefixed(head) else "")
             if why:
                 sym.dropped = (f"a program printed these words ({why}): Slurm writes its own plain lines, so they "
                                "name no node")
                 count += 1
+            elif (other := _foreign_step(ctx, sym)) is not None:
+                sym.dropped = f"the step it names belongs to job {other}, not this one: another job's line"
+                count += 1
     return count
+
+
+def _own_regex(ctx: EngineContext, sym: Symptom) -> Optional[re.Pattern[str]]:
+    rule_ = ctx.ruleset.get(sym.rule_id)
+    return rule_.match.regex if rule_ is not None and rule_.match is not None else None
+
+
+def _task_prefixed(head: bytes) -> bool:
+    """Whether the line as the file holds it opens with a task's prefix that the text read lost: a line longer
+    than the scan keeps is read from its last carriage return (a progress bar's redraws), and the '0: ' srun
+    --label put at its start is then gone from the text."""
+    return bool(head) and split_rank(decode(head))[0] is not None
+
+
+# What may stand before Slurm's (or HPE PALS') own words on its own line: a stamp (ISO, or syslog's with its
+# host), the launcher's or daemon's tag ('srun: ', 'slurmstepd-n1: ', 'slurmd[123]: ', 'mpiexec: '), the level
+# ('error: '). Anything else (a program's logging prefix, grep -H's 'file:', another message that quotes the
+# words, a chdir error's path) is a program's line.
+_SLURM_LINE_HEAD = re.compile(
+    r"\s*(?:(?:\[?\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)?\]?"
+    r"|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?(?: [\w.-]{1,64})?)\s+)?"
+    r"(?:(?:stdout|stderr):\s+)?"
+    r"(?:(?:srun|salloc|sbatch|yhrun|yhalloc|slurmstepd(?:-[\w.-]{1,64})?|slurmd|slurmctld|mpiexec|aprun|palsd)"
+    r"(?:\[\d{1,10}\])?:\s+)?"
+    r"(?:(?:error|fatal|warning):\s+)?")
+
+
+def _foreign_step(ctx: EngineContext, sym: Symptom) -> Optional[str]:
+    """The job a 'Task launch for <job>.<step> failed' line's step belongs to, when it is not this job (nor
+    its array job): an echo of another job's output."""
+    step = str(sym.fields.get("step") or "")
+    job = step.partition(".")[0].partition("+")[0]
+    if not job.isdigit():
+        return None
+    own = {ctx.job.job_id.split("_")[0].split("+")[0], ctx.job.array_job_id}
+    return None if job in own else job
 
 
 def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
@@ -579,9 +620,10 @@ def _quoted_throughout(path: Optional[Path]) -> bool:
     return bool(lines) and all(quote_end(line) for line in lines)
 
 
-def _program_written(raw: str, pasted: bool = False) -> str:
+def _program_written(raw: str, pasted: bool = False, regex: Optional[re.Pattern[str]] = None) -> str:
     """Why a line in Slurm's words was written by a program rather than srun or a Slurm daemon, or "".
-    ``pasted``: the whole file is quoted, so a line's quote marker says nothing of who wrote it."""
+    ``pasted``: the whole file is quoted, so a line's quote marker says nothing of who wrote it; ``regex``: the
+    rule's own, which finds where Slurm's words start in the line."""
     if not pasted and quote_end(raw.lstrip("\x00")):
         return "the line is quoted"  # srun and the daemons never quote their own lines
     stream, rest = split_rank(raw)
@@ -589,6 +631,9 @@ def _program_written(raw: str, pasted: bool = False) -> str:
         return "the line carries a task's prefix"
     if rest.lstrip()[:1] == "{":
         return "the words sit inside a program's log record"
+    found = regex.search(rest) if regex is not None else None
+    if found is not None and not _SLURM_LINE_HEAD.fullmatch(rest, 0, found.start()):
+        return "the words follow a program's own prefix"
     return ""
 
 

@@ -23,3 +23,19 @@ def test_symptoms_of_a_node_outside_the_job_are_set_aside_with_a_coverage_note(t
     kernel = next(c for c in diagnosis["coverage"] if c["connector"] == "kernel_log")
     assert diagnosis["status"] == "unattributed"
     assert any("node node-07 set aside: it is not one of the job's nodes (2 listed)" in n for n in kernel["notes"])
+
+
+def test_a_task_label_hidden_by_progress_bar_redraws_still_marks_srun_words_as_the_tasks(tmp_path: Path) -> None:
+    """A line longer than the scan keeps is read from its last carriage return (a progress bar's redraws), so the
+    '0: ' srun --label put at its start is not in the text read: the file's own first bytes of the line still
+    show it, and srun's words after the redraws stay the task's. Otherwise a task could strip its own label this
+    way and have a live node (its bundle arrived) named beside the one Slurm lost."""
+    (tmp_path / "job.yaml").write_text('job_id: "9112"\nnodes: [node-01, node-02]\nstate: NODE_FAIL\nexit_code: "0:0"\n'
+                                       "collection:\n  node_bundles:\n    node-01: missing\n    node-02: ok\n")
+    (tmp_path / "applog").mkdir()
+    frames = "".join(f"\rEpoch 1:  {n % 100:>3}%|#####     | {n}/80000 [00:{n % 60:02d}<01:00, 9.9it/s]"
+                     for n in range(1500))  # ~90 k characters of tqdm redraws, no newline
+    (tmp_path / "applog" / "job.log").write_text(f"0: {frames}\rsrun: error: Node failure on node-02\n")
+    diagnosis = Engine(load_ruleset(include_site=False)).diagnose(tmp_path).to_dict()
+    assert diagnosis["category"] == "node_failure"
+    assert diagnosis["culprit_nodes"] == ["node-01"]
