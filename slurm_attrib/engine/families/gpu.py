@@ -467,6 +467,12 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     apply_verdict(sym, verdict)
     sym.actions = _DRIVER_ACTIONS.get(verdict, sym.actions)
     set_gpu(sym, extra["text"])
+    facts = ctx.bundle.facts_for(sym.node)
+    if sym.gpu and facts is not None and facts.gpus and all(pci != sym.gpu for pci, _, _ in facts.gpus):
+        # the node's facts list its GPUs and this is none of them: another machine's output (a capture the job
+        # printed), which says nothing of this node
+        sym.role, sym.strength = "context", 0
+        sym.notes.append(f"GPU {sym.gpu} is not one of {sym.node}'s GPUs (its facts): another machine's output")
     return True
 
 
