@@ -584,6 +584,12 @@ class _LineHandler:
         # in a node's own file another node's line never gets here (KernelLines.trust)
         host = fields.get("host") or (stamp.host if self.kernel else None)
         node = resolve_node(self.ctx, file_node, rank if local is None or rank is not None else None, host)
+        if labelled and rank is not None and host and not fields.get("node_from_label") \
+                and (placed := self.ctx.job.rank_node(rank)) is not None and node != placed:
+            # srun's label puts the task on one node and the line's text names another as its host: the label is
+            # srun's, the text the program's (a relayed or forged line), so the line is placed on neither
+            fields["host_not_the_tasks"] = placed
+            node = None
         evidence = EvidenceRef(source=self.bf.source, node=node, file=self.bf.rel, line=line.lineno,
                                offset=line.offset, time=stamp.time, raw=line.text[:RAW_LINE_CAP], trust=trust)
         plan = self.plans.get(rule.id) or EmitPlan.of(rule)
