@@ -16,6 +16,11 @@ from ..registry import decoder
 _LOW_ON = re.compile(r"The node was low on resource: (?P<resource>[\w.-]{1,40})")
 _RESOURCE_CATEGORY = {"memory": "host_oom", "ephemeral-storage": "storage", "nodefs": "storage",
                       "imagefs": "storage", "nodefs.inodesfree": "storage", "imagefs.inodesfree": "storage"}
+# the same file's limit evictions: the pod's own emptyDir over its sizeLimit ("Usage of EmptyDir volume %q
+# exceeds the limit %q. "), its ephemeral storage over the containers' limits: the pod's own use, never the node's
+_POD_LIMIT = re.compile(r"Usage of EmptyDir volume \"(?P<volume>[^\"\n]{1,253})\" exceeds the limit|"
+                        r"(?P<storage>Pod ephemeral local storage usage exceeds the total limit|"
+                        r"Container \S{1,253} exceeded its local ephemeral storage limit)")
 
 
 @decoder("k8s_status_unknown")
@@ -32,10 +37,18 @@ def decode_status_unknown(ctx: EngineContext, sym: Symptom, line: Line, extra: d
 @decoder("k8s_eviction")
 def decode_eviction(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """The resource a node-pressure eviction names decides the category (memory: host memory; the node's
-    disk: storage); an admission refusal for a node condition ran nothing and is context."""
+    disk: storage); a pod over its own limit is the pod's (its /dev/shm emptyDir: host memory; other volumes and
+    ephemeral storage: storage); an admission refusal for a node condition ran nothing and is context."""
     text = extra["text"]
     low = _LOW_ON.search(text)
-    if low is not None:
+    limit = _POD_LIMIT.search(text) if low is None else None
+    if limit is not None:
+        # a memory-backed emptyDir is what a pod mounts at /dev/shm ('dshm'): its limit is host memory
+        volume = limit.group("volume") or ""
+        sym.category = "host_oom" if "shm" in volume.lower() else "storage"
+        sym.responsible = "workload"
+        sym.fields["volume" if volume else "resource"] = volume or "ephemeral-storage"
+    elif low is not None:
         resource = low.group("resource").rstrip(".")
         sym.fields["resource"] = resource
         sym.category = _RESOURCE_CATEGORY.get(resource, sym.category)
