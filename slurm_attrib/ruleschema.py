@@ -28,7 +28,7 @@ PHASE_KEYS: dict[str, tuple[str, ...]] = {
     "final": COMMON_KEYS,
     "post_outcome": (*COMMON_KEYS, "when", "actions", "annotation"),
 }
-MATCH_KEYS = ("source", "anchors", "regex", "exclude", "programs")
+MATCH_KEYS = ("source", "anchors", "regex", "exclude", "programs", "also_in")
 EMIT_KEYS = ("kind", "kinds", "role", "category", "responsible", "strength", "summary", "actions", "decoder",
              "finding")
 SYMPTOM_WHEN_KEYS = ("kind", "role", "category", "source", "fields", "regex")

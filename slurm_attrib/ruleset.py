@@ -56,6 +56,9 @@ class Match:
     pattern: str
     exclude_pattern: str = ""
     programs: frozenset[str] = frozenset()  # kernel source: syslog tags whose own word the rule reads (unverified)
+    # other sources whose files the rule reads too: an app rule for text a person may paste either as the job's
+    # output or as a diagnostic (kubectl describe's pod status)
+    also_in: tuple[str, ...] = ()
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -284,8 +287,11 @@ def _build_match(data: Any, at: Positions, compile_now: bool = True) -> Optional
     if not isinstance(programs, list) or not all(isinstance(p, str) and re.fullmatch(r"[\w.@-]{1,64}", p)
                                                  for p in programs) or (programs and source != "kernel"):
         raise at.fail("match.programs", "match.programs must be a list of syslog program names, on a kernel rule")
+    also = data.get("also_in") or []
+    if not isinstance(also, list) or not all(a in SOURCES and a != source for a in also) or len(set(also)) < len(also):
+        raise at.fail("match.also_in", f"match.also_in must list other sources among {SOURCES}, once each")
     return Match(source=source, anchors=tuple(anchors), pattern=_pattern(at, data.get("regex"), "regex", compile_now),
-                 exclude_pattern=exclude, programs=frozenset(programs))
+                 exclude_pattern=exclude, programs=frozenset(programs), also_in=tuple(sorted(also)))
 
 
 def _pattern(at: Positions, pattern: Any, key: str, compile_now: bool) -> str:

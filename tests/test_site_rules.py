@@ -42,6 +42,8 @@ BAD_FILES = {
                "names a Python implementation that is not registered"),
     "decoder": ("id: site.x\n" + HEADER + EXTRACT + "emit: {kind: x, decoder: nope}\n", 7,
                 "unknown decoder 'nope'"),
+    "also_in its own source": ("id: site.x\n" + HEADER + "phase: extract\nmatch:\n  source: app\n  anchors: [boom]\n"
+                               "  regex: boom\n  also_in: [app]\n", 10, "match.also_in must list other sources"),
 }
 
 

@@ -171,7 +171,8 @@ class Extractor:
             if rule.match is None:
                 self.python_rules.append(rule)
             else:
-                self.line_rules[rule.match.source].append(rule)
+                for source in (rule.match.source, *rule.match.also_in):
+                    self.line_rules[source].append(rule)
         self.indexes = {source: AnchorIndex(rs) for source, rs in sorted(self.line_rules.items())}
         self.plans = {rule.id: EmitPlan.of(rule) for rs in self.line_rules.values() for rule in rs}
         self.prefilters: dict[str, Prefilter] = {

@@ -111,7 +111,8 @@ def _database(hs: Any, rules: Sequence[Rule]) -> Any:
 
 def _source(rule: Rule) -> tuple[Any, ...]:
     assert rule.match is not None
-    return (rule.match.pattern, rule.match.source, tuple(sorted(rule.match.anchors)))  # flags: in the pattern
+    return (rule.match.pattern, rule.match.source, tuple(sorted(rule.match.anchors)),  # flags: in the pattern
+            rule.match.also_in)
 
 
 @functools.lru_cache(maxsize=1)
