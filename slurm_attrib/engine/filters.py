@@ -995,6 +995,31 @@ def _gz_lines_backwards(path: Path, limit: int) -> Iterator[bytes]:
     yield from reversed(lines)
 
 
+@rule("filter.fault_long_before_end")
+def fault_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
+    """A GPU or network fault stamped hours before a job that failed ended (see the rule's description)."""
+    end = ctx.job.end
+    if end is None or ctx.job.state not in set(str_list(rule_, "states")):
+        return 0
+    # a watchdog that says how long its collective hung (ran for N ms: up to hours where a job sets its timeout
+    # so) stretches the time a fault may take to end the job by as much
+    hung = max((int(str(s.fields["ran_ms"])) for s in ctx.active()
+                if s.kind == "watchdog_timeout" and str(s.fields.get("ran_ms", "")).isdecimal()), default=0)
+    limit = timedelta(seconds=float(rule_.params.get("max_before_end_s", 10800))) + timedelta(milliseconds=hung)
+    categories = set(str_list(rule_, "categories"))
+    count = 0
+    for sym in ctx.active():
+        when = own_time(sym)
+        if sym.role != "candidate" or sym.responsible != "infrastructure" or sym.category not in categories \
+                or when is None or end - when <= limit:
+            continue
+        hours = (end - when).total_seconds() / 3600
+        _to_context(sym, f"{hours:.1f} h before the job ended {ctx.job.state}: a fault that stops a job's processes or "
+                         "its collectives ends it within its timeouts, and this job ran on")
+        count += 1
+    return count
+
+
 @rule("filter.exception_long_before_end")
 def exception_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
     """A Python exception the job outlived by far (logged and handled, or a warning's traceback) did
