@@ -241,12 +241,21 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
             location = next((t.strip() for _, t in frames if t.strip().startswith("File ")), "")
             if location:
                 sym.fields["location"] = location[:200]
+            if _SPAWN_WRAPPER.search(location):  # the innermost frame: the lines are walked back from the error
+                # torch.multiprocessing.spawn re-raising a child's end ('raise Exception(msg)', ProcessRaisedException,
+                # ProcessExitedException): the child's own error or signal, printed beside it, is the cause
+                sym.role, sym.strength = "cascade", 0
+                sym.notes.append("raised by torch.multiprocessing.spawn for a child process that failed")
             return True
     if _carries_on(line, stream):
         return False
     sym.fields["traceback_seen"] = False
     sym.strength = min(sym.strength, 40)
     return True
+
+
+# the frame of torch.multiprocessing's join() that re-raises a spawned child's failure in the parent
+_SPAWN_WRAPPER = re.compile(r"torch[/\\]multiprocessing[/\\]spawn\.py\"")
 
 
 # A CUDA / HIP error by its runtime or driver name ('CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access ...'),
