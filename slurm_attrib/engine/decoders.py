@@ -343,9 +343,14 @@ _SUMMARY_FIELD = re.compile(r"^\s*(?P<key>rank|host|exitcode|time|traceback)\s*:
 @decoder("cli_usage")
 def decode_cli_usage(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """argparse prints 'usage: <prog> ...' right before its error: without it, '<prog>: error:' is some other
-    tool's message and not read."""
+    tool's message and not read. A paste that kept only the usage's wrapped tail ('            [--tta N]
+    [--local_rank LOCAL_RANK] ...', aligned under the program's name) still shows it."""
     wanted = f"usage: {sym.fields.get('prog', '')} "
-    return any(wanted in text for text in line.preceding(40))
+    return any(wanted in text or _USAGE_TAIL.match(text) for text in line.preceding(40))
+
+
+# a wrapped line of argparse's usage: indented, then optional arguments in brackets ('[--eval-metric EVAL_METRIC]')
+_USAGE_TAIL = re.compile(r"[ \t]{4,}\[-{1,2}[\w-]{1,64}(?: [A-Z_][A-Z0-9_]{0,63})?\]")
 
 
 @decoder("torchrun_summary")
