@@ -568,7 +568,7 @@ _NVLINK_DOWN = re.compile(r"NvLink\s*link\s*\d+\s*is\s*currently\s*down")
 _OTHER_WARNING = re.compile(r"(?i)error|fail|exceed|uncorrect|retired|throttl|mismatch|violat|bandwidth|timeout")
 # dcgmi diag deployment checks that fail for configuration, not hardware
 _DCGM_CONFIG_TESTS = re.compile(r"(?i)denylist|blacklist|library|libraries|permission|persistence|environment|"
-                                r"graphics process|compute process|software|driver")
+                                r"graphics process|compute process|software|driver|inforom")
 _DCGM_MEMORY_TESTS = re.compile(r"(?i)memory|memtest|page retirement|row remap|ecc")
 _DCGM_NVLINK_TESTS = re.compile(r"(?i)nvlink|nvswitch|fabric")
 _FAN_ONLY_ERR = re.compile(r"^\s*\|\s*ERR!\s+\d+C\b")
@@ -588,6 +588,23 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
         return DIAG_NVLINK if _DCGM_NVLINK_TESTS.search(test) else DIAG_GPU
     return {"err": DIAG_GPU, "pending": DIAG_MEMORY, "remap_failure": DIAG_MEMORY, "reset": DIAG_GPU,
             "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU, "fabric_not_ready": DIAG_NVLINK}.get(finding)
+
+
+# DCGM's reasons for a test that could not run on the GPU (dcgm_errors.h: DCGM_FR_CUDA_API 'Error using CUDA API
+# cuCtxCreate', DCGM_FR_CUDA_CONTEXT 'failed to create a CUDA context', with CUDA's 'busy or unavailable'): the table
+# wraps them mid-word, so they are matched in the Warning cells joined without separators
+_DIAG_COULD_NOT_RUN = re.compile(r"(?i)busy\s*or\s*unavailable|Unable\s*to\s*cre\s*ate\s*CUDA\s*context|"
+                                 r"failed\s*to\s*create\s*a\s*CUDA\s*context")
+# a dcgmi diag result row that failed ('| Persistence Mode          | Fail                |')
+_DCGM_FAIL_ROW = re.compile(r"^\|\s*[A-Za-z][\w /-]{1,40}?\s*\|\s*Fail\s*\|")
+
+
+def _deployment_cascade(line: Line) -> bool:
+    """Whether the deployment checks around this failed row failed by the handful (persistence mode, environment,
+    graphics processes, inforom with it, no reason given): DCGM failing to query the GPU's fields, whose page
+    retirement check then fails with the rest (Software.cpp's DCGM_FR_FIELD_QUERY), not retired pages."""
+    rows = [*line.preceding(8), *line.following(8)]
+    return sum(1 for text in rows if _DCGM_FAIL_ROW.match(text.strip())) >= 2
 
 
 def heading_above(line: Line) -> str:
@@ -668,9 +685,17 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     if verdict is None:
         return False
     if sym.fields["finding"] == "dcgm_fail":
+        if not sym.fields.get("reason") and verdict is DIAG_MEMORY and _deployment_cascade(line):
+            return False  # page retirement failing with the other deployment checks: fields DCGM could not read
         warning = _dcgm_warning(line)
         if _NVLINK_DOWN.search(warning) and not _OTHER_WARNING.search(_NVLINK_DOWN.sub("", warning)):
             verdict = DIAG_NVLINK_DOWN
+        elif _DIAG_COULD_NOT_RUN.search(" ".join(warning.split())):
+            sym.role, sym.strength = "context", 0
+            sym.notes.append("the diagnostic could not use the GPU (busy or unavailable: held by another process or "
+                             "needing a reset): its test did not run, and says nothing of the GPU's hardware")
+            set_gpu(sym, extra["text"])
+            return True
     apply_verdict(sym, verdict)
     if sym.fields.get("reason"):
         reason = " ".join([str(sym.fields["reason"]), *_dcgm_cells_below(line, 10)])
