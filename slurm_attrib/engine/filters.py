@@ -791,8 +791,13 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     """A physical fault stamped well after the launcher recorded the job's failure (see the rule's description)."""
     kinds = set(str_list(rule_, "failure_kinds"))
     reasons = set(str_list(rule_, "cancel_reasons"))  # slurmstepd's end of a step counts when its tasks failed
+    # a task's exit srun reported (its line, in the file) before a bare cancel of the step: srun ended the step
+    # for that task's failure, as 'DUE TO TASK FAILURE' says in newer releases
+    exits = {(s.evidence[0].file, s.evidence[0].line) for s in ctx.active()
+             if s.kind in set(str_list(rule_, "task_exit_kinds")) and s.evidence}
     records = [(when, sym.node) for sym in ctx.active() if sym.kind in kinds and (when := own_time(sym))
-               and (sym.kind != "slurm_cancelled" or str(sym.fields.get("reason", "")).upper() in reasons)]
+               and (sym.kind != "slurm_cancelled" or str(sym.fields.get("reason", "")).upper() in reasons
+                    or (not sym.fields.get("reason") and _after_a_task_exit(sym, exits)))]
     if not records:
         return 0
     failed = max(when for when, _ in records)  # the last: an elastic agent restarts its workers after each failure
@@ -812,7 +817,22 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
             _to_context(sym, f"logged {int((own - failed).total_seconds())} s after the job's failure was recorded "
                              f"({format_utc(failed)}){where}: not shown to have caused it")
             count += 1
+    for sym in ctx.symptoms:
+        # a fault just past the job's window (filter.outside_job_window kept it 'near' for FINAL to weigh) that came
+        # after the recorded failure as well: no clock doubt puts it before what it would have to explain
+        own = own_time(sym)
+        if sym.dropped and sym.fields.get("near_window") and "clock_in_doubt" not in sym.fields and own is not None \
+                and own > failed + margin:
+            del sym.fields["near_window"]
+            sym.notes.append(f"also after the job's failure was recorded ({format_utc(failed)}): not near enough")
+            count += 1
     return count
+
+
+def _after_a_task_exit(sym: Symptom, exits: set[tuple[str, int]]) -> bool:
+    """Whether a task's exit was reported earlier in the file of this cancel line."""
+    ref = sym.evidence[0] if sym.evidence else None
+    return ref is not None and any(file == ref.file and line < ref.line for file, line in exits)
 
 
 @rule("filter.metric_xid_unlogged")
