@@ -174,14 +174,18 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
 
 # What a logging setup puts before a program's line (tried only when no rule read the line as it is): a time
 # (ISO 8601 with or without brackets, ctime, moreutils ts's 'Apr 04 10:12:33'), then Python logging's fields
-# ('- STDERR - ERROR - ', 'ERROR ', '[ERROR] ', 'ERROR:root:' without a time)
+# ('- STDERR - ERROR - ', 'ERROR ', '[ERROR] ', 'ERROR:root:' without a time); vLLM's and SGLang's own formats
 LOG_PREFIX_PATTERN = (
-    r"(?:(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}(?::?\d{2})?)?\]?"
+    r"(?:\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: [A-Z]{2}\d{1,4})+\][ \t]*"  # SGLang's '[2025-01-29 08:52:43 TP5] '
+    r"|(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}(?::?\d{2})?)?\]?"
     r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2}(?: [A-Z]{3,4})? \d{4}"
     r"|[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2})[ \t]*(?:[-|:][ \t]*)?"
     r"(?:[\w.<>]{1,40}[ \t]*[-|][ \t]*)?"
     r"(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[ \t]*(?:[-|:][ \t]*)?)?"
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,60}:)")
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,60}:"
+    # vLLM's logger: 'ERROR 06-27 17:14:23 [multiproc_executor.py:522] '
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \[[\w./-]{1,80}:\d{1,6}\]"
+    r"[ \t]*)")
 _LOG_PREFIX = re.compile(LOG_PREFIX_PATTERN)
 
 
