@@ -288,8 +288,9 @@ def _build_match(data: Any, at: Positions, compile_now: bool = True) -> Optional
                                                  for p in programs) or (programs and source != "kernel"):
         raise at.fail("match.programs", "match.programs must be a list of syslog program names, on a kernel rule")
     also = data.get("also_in") or []
-    if not isinstance(also, list) or not all(a in SOURCES and a != source for a in also) or len(set(also)) < len(also):
-        raise at.fail("match.also_in", f"match.also_in must list other sources among {SOURCES}, once each")
+    if not isinstance(also, list) or (also and (source != "app" or also != ["diag"])):
+        # only the job's own words pasted as a diagnostic: a rule must never read the job's output as the kernel's
+        raise at.fail("match.also_in", "match.also_in must be [diag], on an app rule")
     return Match(source=source, anchors=tuple(anchors), pattern=_pattern(at, data.get("regex"), "regex", compile_now),
                  exclude_pattern=exclude, programs=frozenset(programs), also_in=tuple(sorted(also)))
 

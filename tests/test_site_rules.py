@@ -43,7 +43,7 @@ BAD_FILES = {
     "decoder": ("id: site.x\n" + HEADER + EXTRACT + "emit: {kind: x, decoder: nope}\n", 7,
                 "unknown decoder 'nope'"),
     "also_in its own source": ("id: site.x\n" + HEADER + "phase: extract\nmatch:\n  source: app\n  anchors: [boom]\n"
-                               "  regex: boom\n  also_in: [app]\n", 10, "match.also_in must list other sources"),
+                               "  regex: boom\n  also_in: [app]\n", 10, "match.also_in must be [diag], on an app rule"),
 }
 
 

@@ -346,7 +346,7 @@ def decode_cli_usage(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     tool's message and not read. A paste that kept only the usage's wrapped tail ('            [--tta N]
     [--local_rank LOCAL_RANK] ...', aligned under the program's name) still shows it."""
     wanted = f"usage: {sym.fields.get('prog', '')} "
-    return any(wanted in text or _USAGE_TAIL.match(text) for text in line.preceding(40))
+    return any(wanted in text or _USAGE_TAIL.match(split_rank(text)[1]) for text in line.preceding(40))
 
 
 # a wrapped line of argparse's usage: indented, then optional arguments in brackets ('[--eval-metric EVAL_METRIC]')
@@ -703,7 +703,7 @@ def _decode_memory_failure(sym: Symptom) -> bool:
     killed = sym.fields.get("sigbus") or sym.fields.get("mce_kill") or sym.fields.get("uncorrected")
     if killed:
         sym.summary = f"host memory hardware error on {sym.node}: {killed}"
-    elif result == "Failed" or "dirty" in kind or "huge" in kind:
+    elif result == "Failed" or "dirty" in kind or ("huge" in kind and "free" not in kind):
         sym.summary = f"host memory hardware error on {sym.node}: a poisoned {kind} ({result})"
     else:
         sym.role, sym.strength = "context", 0

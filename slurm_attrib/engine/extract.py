@@ -87,6 +87,7 @@ class AnchorIndex:
         self._line_end = [tuple(_case(a.rstrip("\n"), fold) for a in _anchors(r) if a.endswith("\n"))
                           for r, fold in zip(rules, self._folds)]
         self.aliased = frozenset(r.id for r in rules if r.match and _ALIASED_GROUP.search(r.match.pattern))
+        self._selected_memo: dict[str, list[int]] = {}
 
     # The two regexes over all anchors are compiled when first needed (the ``re`` prefilter, an anchor
     # that ends a line): with Hyperscan most runs never need them, and every start would pay for them.
@@ -98,18 +99,33 @@ class AnchorIndex:
 
     @cached_property
     def _owners(self) -> dict[str, list[int]]:
-        """Anchor as found -> the rules it selects; a folded anchor is looked up in lower case."""
-        exact: dict[str, set[int]] = defaultdict(set)
-        folded: dict[str, set[int]] = defaultdict(set)
+        """Anchor as written -> the rules it selects (without the case-folding rules, see :meth:`_selected`)."""
+        owners: dict[str, set[int]] = defaultdict(set)
         for index, rule in enumerate(self.rules):
             for anchor in rule.match.anchors if rule.match else ():
-                key = anchor.rstrip("\n")
-                (folded[key.lower()] if self._folds[index] else exact[key]).add(index)
+                if not self._folds[index]:
+                    owners[anchor.rstrip("\n")].add(index)
         # a longer anchor found at a position also stands for every anchor it contains
-        owners = {a: set().union(*(exact[b] for b in exact if b in a)) for a in exact}
-        for key in folded:
-            owners.setdefault(key, set()).update(*(folded[b] for b in folded if b in key))
-        return {a: sorted(found) for a, found in owners.items()}
+        return {a: sorted(set().union(*(owners[b] for b in owners if b in a))) for a in owners}
+
+    @cached_property
+    def _folded_owners(self) -> list[tuple[str, int]]:
+        return sorted((a.rstrip("\n").lower(), i) for i, r in enumerate(self.rules) if self._folds[i]
+                      for a in _anchors(r))
+
+    def _selected(self, found: str) -> list[int]:
+        """The rules an anchor found as ``found`` selects: those whose anchors it holds as written, and the
+        case-folding ones whose anchors it holds in any case (remembered per text found: a log repeats them)."""
+        cached = self._selected_memo.get(found)
+        if cached is None:
+            exact = self._owners.get(found)
+            if exact is None:  # found by a folded anchor in another case: the exact anchors it holds, looked up
+                exact = sorted({i for a, owners in self._owners.items() if a in found for i in owners})
+            lowered = found.lower()
+            cached = sorted({*exact, *(i for a, i in self._folded_owners if a in lowered)})
+            if len(self._selected_memo) < 4096:
+                self._selected_memo[found] = cached
+        return cached
 
     @cached_property
     def _any_anchor(self) -> re.Pattern[bytes]:
@@ -120,9 +136,7 @@ class AnchorIndex:
         owners = self._owners
         for match in self._pattern.finditer(text):
             anchor = match.group(1)
-            found.update(owners.get(anchor, ()))
-            if self._folded:
-                found.update(i for i in owners.get(anchor.lower(), ()) if self._folds[i])
+            found.update(self._selected(anchor) if self._folded else owners[anchor])
         return [self.rules[i] for i in sorted(found)]
 
     def candidates(self, line: Line, text: str) -> list[Rule]:

@@ -631,9 +631,13 @@ def _program_written(raw: str, pasted: bool = False, regex: Optional[re.Pattern[
         return "the line carries a task's prefix"
     if rest.lstrip()[:1] == "{":
         return "the words sit inside a program's log record"
-    found = regex.search(rest) if regex is not None else None
-    if found is not None and not _SLURM_LINE_HEAD.fullmatch(rest, 0, found.start()):
-        return "the words follow a program's own prefix"
+    if regex is not None:
+        found = regex.search(rest)
+        if found is None:
+            # read only after a logger's prefix (extract's after_log_prefix), or past the part of the line kept
+            return "the words follow a program's own prefix"
+        if not _SLURM_LINE_HEAD.fullmatch(rest, 0, found.start()):
+            return "the words follow a program's own prefix"
     return ""
 
 
@@ -830,9 +834,11 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
 
 
 def _after_a_task_exit(sym: Symptom, exits: set[tuple[str, int]]) -> bool:
-    """Whether a task's exit was reported earlier in the file of this cancel line."""
+    """Whether this is a step's cancel ('*** STEP J.S ...': a job's is also a user's scancel) and a task's exit
+    was reported earlier in its file."""
     ref = sym.evidence[0] if sym.evidence else None
-    return ref is not None and any(file == ref.file and line < ref.line for file, line in exits)
+    return ref is not None and "." in str(sym.fields.get("job", "")) \
+        and any(file == ref.file and line < ref.line for file, line in exits)
 
 
 @rule("filter.metric_xid_unlogged")
@@ -1031,7 +1037,7 @@ def fault_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         when = own_time(sym)
         if sym.role != "candidate" or sym.responsible != "infrastructure" or sym.category not in categories \
-                or when is None or end - when <= limit:
+                or when is None or end - when <= limit or "clock_in_doubt" in sym.fields:
             continue
         hours = (end - when).total_seconds() / 3600
         _to_context(sym, f"{hours:.1f} h before the job ended {ctx.job.state}: a fault that stops a job's processes or "

@@ -254,7 +254,12 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     if ctx.leaders:
         root = ctx.leaders[0]
         culprits = _blamed(root, shared)
-        if culprits and _unbacked_app_claim(ctx, root):
+        if culprits and root.fields.get("gpu_not_in_facts") and all(e.source == SOURCE_APP for e in root.evidence):
+            culprits = []
+            notes.append(f"only the job's output names GPU {root.gpu}, which is not among {root.node}'s GPUs in its "
+                         "facts (lost during the job, or another machine's output the job printed): the node is not "
+                         "named")
+        elif culprits and _unbacked_app_claim(ctx, root):
             culprits = []
             part = "GPU" if root.category in _GPU_CATEGORIES else "network adapter"
             notes.append(f"only the application's output says {root.node}'s {part} failed, and that node's own "

@@ -61,6 +61,15 @@ def test_a_rule_that_ignores_case_has_its_anchors_found_in_any_case() -> None:
     assert len(list(hits.hits(line.encode(), 0, len(line)))) == 1 and not list(hits.hits(b"xid 79", 0, 6))
 
 
+def test_a_case_folding_anchor_does_not_hide_an_exact_one_it_holds() -> None:
+    # a site rule folding case on a longer anchor that starts where a bundled rule's exact one does
+    folding = replace(_rule("site_xid", "NVRM: Xid (PCI:0000"),
+                      match=Match(source="app", anchors=("NVRM: Xid (PCI:0000",), pattern="(?i)nvrm"))
+    index = AnchorIndex([_rule("xid", "NVRM: Xid"), folding])
+    assert _ids(index, "NVRM: Xid (PCI:0000:3b:00): 79") == ["xid", "site_xid"]
+    assert _ids(index, "nvrm: xid (pci:0000:3b:00): 79") == ["site_xid"]
+
+
 def test_an_anchor_inside_a_longer_one_selects_its_rules_too() -> None:
     index = AnchorIndex([_rule("nccl", "NCCL"), _rule("warn", "WARN"), _rule("nccl_warn", "NCCL WARN")])
     assert _ids(index, "node-03:1:2 [2] NCCL WARN Call to ibv_poll_cq failed") == ["nccl", "warn", "nccl_warn"]

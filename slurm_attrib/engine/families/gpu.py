@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ...model import Symptom
+from ...model import SOURCE_APP, Symptom
 from ...nvidia.assess import assess_xid
 from ...nvidia.parse import XidEvent, normalise_pci
 from ...ruleset import Rule
@@ -468,11 +468,14 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     sym.actions = _DRIVER_ACTIONS.get(verdict, sym.actions)
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
-    if sym.gpu and facts is not None and facts.gpus and all(pci != sym.gpu for pci, _, _ in facts.gpus):
-        # the node's facts list its GPUs and this is none of them: another machine's output (a capture the job
-        # printed), which says nothing of this node
-        sym.role, sym.strength = "context", 0
-        sym.notes.append(f"GPU {sym.gpu} is not one of {sym.node}'s GPUs (its facts): another machine's output")
+    if sym.gpu and sym.evidence and sym.evidence[0].source == SOURCE_APP and facts is not None and facts.gpus \
+            and all(pci != sym.gpu for pci, _, _ in facts.gpus):
+        # the job's output names a GPU the node's facts (nvidia-smi after the job) do not list: a GPU lost during
+        # the job is missing from them too, but so is another machine's (a capture the job printed); the job's
+        # output alone does not name this node for it (final.root_cause)
+        sym.fields["gpu_not_in_facts"] = True
+        sym.strength = min(sym.strength, 35)  # a claim nothing of the node's confirms: the job's own errors outweigh it
+        sym.notes.append(f"GPU {sym.gpu} is not among {sym.node}'s GPUs in its facts: lost, or another machine's")
     return True
 
 
@@ -568,7 +571,7 @@ _NVLINK_DOWN = re.compile(r"NvLink\s*link\s*\d+\s*is\s*currently\s*down")
 _OTHER_WARNING = re.compile(r"(?i)error|fail|exceed|uncorrect|retired|throttl|mismatch|violat|bandwidth|timeout")
 # dcgmi diag deployment checks that fail for configuration, not hardware
 _DCGM_CONFIG_TESTS = re.compile(r"(?i)denylist|blacklist|library|libraries|permission|persistence|environment|"
-                                r"graphics process|compute process|software|driver|inforom")
+                                r"graphics process|compute process|software|driver")
 _DCGM_MEMORY_TESTS = re.compile(r"(?i)memory|memtest|page retirement|row remap|ecc")
 _DCGM_NVLINK_TESTS = re.compile(r"(?i)nvlink|nvswitch|fabric")
 _FAN_ONLY_ERR = re.compile(r"^\s*\|\s*ERR!\s+\d+C\b")
@@ -599,12 +602,19 @@ _DIAG_COULD_NOT_RUN = re.compile(r"(?i)busy\s*or\s*unavailable|Unable\s*to\s*cre
 _DCGM_FAIL_ROW = re.compile(r"^\|\s*[A-Za-z][\w /-]{1,40}?\s*\|\s*Fail\s*\|")
 
 
+# the deployment checks that read a GPU field (Software.cpp: checkPageRetirement, checkRowRemapping, checkInforom),
+# which fail with DCGM_FR_FIELD_QUERY when DCGM cannot read it
+_DCGM_FIELD_CHECKS = re.compile(r"(?i)page retirement|row remap|inforom")
+
+
 def _deployment_cascade(line: Line) -> bool:
-    """Whether the deployment checks around this failed row failed by the handful (persistence mode, environment,
-    graphics processes, inforom with it, no reason given): DCGM failing to query the GPU's fields, whose page
-    retirement check then fails with the rest (Software.cpp's DCGM_FR_FIELD_QUERY), not retired pages."""
+    """Whether the deployment checks around this failed row failed by the handful (three others at least:
+    persistence mode, environment, graphics processes ..., no reason given): DCGM failing to query the GPU's
+    fields, whose page retirement and inforom checks then fail with the rest (DCGM_FR_FIELD_QUERY), not retired
+    pages or a corrupt InfoROM. One or two configuration checks failing beside it (persistence mode off, an
+    environment variable set) are no such cascade."""
     rows = [*line.preceding(8), *line.following(8)]
-    return sum(1 for text in rows if _DCGM_FAIL_ROW.match(text.strip())) >= 2
+    return sum(1 for text in rows if _DCGM_FAIL_ROW.match(text.strip())) >= 3
 
 
 def heading_above(line: Line) -> str:
@@ -685,8 +695,9 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     if verdict is None:
         return False
     if sym.fields["finding"] == "dcgm_fail":
-        if not sym.fields.get("reason") and verdict is DIAG_MEMORY and _deployment_cascade(line):
-            return False  # page retirement failing with the other deployment checks: fields DCGM could not read
+        if not sym.fields.get("reason") and _DCGM_FIELD_CHECKS.search(str(sym.fields.get("test", ""))) \
+                and _deployment_cascade(line):
+            return False  # failing with the other deployment checks: fields DCGM could not read
         warning = _dcgm_warning(line)
         if _NVLINK_DOWN.search(warning) and not _OTHER_WARNING.search(_NVLINK_DOWN.sub("", warning)):
             verdict = DIAG_NVLINK_DOWN

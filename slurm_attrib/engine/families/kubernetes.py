@@ -16,6 +16,8 @@ from ..registry import decoder
 _LOW_ON = re.compile(r"The node was low on resource: (?P<resource>[\w.-]{1,40})")
 _RESOURCE_CATEGORY = {"memory": "host_oom", "ephemeral-storage": "storage", "nodefs": "storage",
                       "imagefs": "storage", "nodefs.inodesfree": "storage", "imagefs.inodesfree": "storage"}
+# a volume for /dev/shm by its usual names ('dshm', 'shm', 'dev-shm', 'shared-memory')
+_SHM_VOLUME = re.compile(r"(?i)(?:^|[-_.])(?:d|dev-)?shm(?:$|[-_.])|shared[-_]?mem")
 # the same file's limit evictions: the pod's own emptyDir over its sizeLimit ("Usage of EmptyDir volume %q
 # exceeds the limit %q. "), its ephemeral storage over the containers' limits: the pod's own use, never the node's
 _POD_LIMIT = re.compile(r"Usage of EmptyDir volume \"(?P<volume>[^\"\n]{1,253})\" exceeds the limit|"
@@ -45,9 +47,10 @@ def decode_eviction(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     if limit is not None:
         # a memory-backed emptyDir is what a pod mounts at /dev/shm ('dshm'): its limit is host memory
         volume = limit.group("volume") or ""
-        sym.category = "host_oom" if "shm" in volume.lower() else "storage"
+        sym.category = "host_oom" if _SHM_VOLUME.search(volume) else "storage"
         sym.responsible = "workload"
-        sym.fields["volume" if volume else "resource"] = volume or "ephemeral-storage"
+        sym.summary = (f"the kubelet evicted the pod: its emptyDir volume {volume} outgrew its limit" if volume
+                       else "the kubelet evicted the pod: its ephemeral storage outgrew its limit")
     elif low is not None:
         resource = low.group("resource").rstrip(".")
         sym.fields["resource"] = resource
