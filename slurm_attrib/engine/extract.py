@@ -71,6 +71,29 @@ _ALIASED_GROUP = re.compile(r"\(\?P<\w+__\d+>")
 _JOURNAL_METADATA = re.compile(r"[ \t]*(?!MESSAGE=)_{0,2}[A-Z][A-Z0-9_]{0,63}=")
 
 
+# a `journalctl -o verbose` record's own lines: its header ('Fri 2025-04-04 10:14:52.318405 UTC [s=...;i=...]') and
+# its indented 'FIELD=value' lines, MESSAGE's included
+_JOURNAL_RECORD_LINE = re.compile(r"[ \t]+_{0,2}[A-Z][A-Z0-9_]{0,63}=|\w{3} \d{4}-\d\d-\d\d [\d:.]+ \S+ \[s=")
+
+
+def _continues_a_journal_field(line: Line, text: str) -> bool:
+    """Whether a kernel-source line that is none of a verbose journal record's own lines sits inside one: the
+    next line of a field whose value held a newline (a user's `logger` message 'x\\nNVRM: Xid ...' prints its
+    second line there), which is the field's writer's, not a line the kernel wrote."""
+    if _JOURNAL_RECORD_LINE.match(text):
+        return False
+    for previous in line.preceding(64):
+        if _JOURNAL_RECORD_LINE.match(previous):
+            return True
+        if _STAMPED_LINE.match(previous):
+            return False  # a stamped line of another form before any record's line: not inside a record
+    return False
+
+
+# the start of a line a log format stamps (syslog's month, ISO dates, dmesg's uptime, a priority): not a field's
+_STAMPED_LINE = re.compile(r"(?:\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]\d |\[\s*\d+\.\d+\]|<\d{1,3}>)")
+
+
 class AnchorIndex:
     """Which rules a hit line concerns: one regex over the anchors of a source's rules, so a line is
     tested against the rules whose anchors it holds instead of against every rule."""
@@ -459,7 +482,7 @@ class _LineHandler:
         if not self.app and (quoted := quote_end(line.text)):
             line.lead = line.text[:quoted]
         stream, text = self.stamps.hit(line) if self.app else (None, line.text[len(line.lead):])
-        if not self.app and _JOURNAL_METADATA.match(text):
+        if not self.app and (_JOURNAL_METADATA.match(text) or _continues_a_journal_field(line, text)):
             return  # a journal record's field other than MESSAGE: '_CMDLINE=logger ... NVRM: Xid ...' is a user's
         node = self.bf.node
         if self.app and stream is None and text[:1].isalnum():
