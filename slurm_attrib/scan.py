@@ -51,14 +51,19 @@ class RegexPrefilter:
     def __init__(self, anchors: Sequence[bytes], folded: Sequence[bytes] = ()) -> None:
         ordered = sorted(set(anchors), key=lambda a: (-len(a), a))
         fold = set(folded)
-        self._pattern = re.compile(b"|".join(b"(?i:" + anchor_regex(a) + b")" if a in fold else anchor_regex(a)
-                                             for a in ordered)) if ordered else None
+        self._pattern = re.compile(b"|".join(fold_bytes(anchor_regex(a), a in fold) for a in ordered)) \
+            if ordered else None
 
     def hits(self, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
         if self._pattern is None:
             return
         for match in self._pattern.finditer(data, start, end):
             yield match.start(), ANY_RULE
+
+
+def fold_bytes(pattern: bytes, fold: bool) -> bytes:
+    """``pattern`` made to ignore (ASCII) case where ``fold``."""
+    return b"(?i:" + pattern + b")" if fold else pattern
 
 
 def anchor_regex(anchor: bytes) -> bytes:

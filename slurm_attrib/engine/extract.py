@@ -24,7 +24,17 @@ from ..model import (
     connector_of,
 )
 from ..ruleset import Rule
-from ..scan import ANY_RULE, Line, Prefilter, ScanStats, anchor_regex, open_evidence, scan_stream, will_count
+from ..scan import (
+    ANY_RULE,
+    Line,
+    Prefilter,
+    ScanStats,
+    anchor_regex,
+    fold_bytes,
+    open_evidence,
+    scan_stream,
+    will_count,
+)
 from ..timestamps import (
     JOURNAL_RECORD_FORMATS,
     SYSLOG_FORMATS,
@@ -42,7 +52,7 @@ from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
 from .nodes import job_node, match_node, place_ranks, resolve_node, resolve_peer
-from .prefilter import fold_bytes, folded_anchors, folds_case
+from .prefilter import folded_anchors, folds_case
 from .ranks import (
     COLLECTED_HOST_PATTERN,
     Stream,

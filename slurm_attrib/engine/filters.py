@@ -631,13 +631,10 @@ def _program_written(raw: str, pasted: bool = False, regex: Optional[re.Pattern[
         return "the line carries a task's prefix"
     if rest.lstrip()[:1] == "{":
         return "the words sit inside a program's log record"
-    if regex is not None:
-        found = regex.search(rest)
-        if found is None:
-            # read only after a logger's prefix (extract's after_log_prefix), or past the part of the line kept
-            return "the words follow a program's own prefix"
-        if not _SLURM_LINE_HEAD.fullmatch(rest, 0, found.start()):
-            return "the words follow a program's own prefix"
+    found = regex.search(rest) if regex is not None else None
+    # not found: read only after a logger's prefix (extract's after_log_prefix), or past the part of the line kept
+    if regex is not None and (found is None or not _SLURM_LINE_HEAD.fullmatch(rest, 0, found.start())):
+        return "the words follow a program's own prefix"
     return ""
 
 
@@ -797,8 +794,8 @@ def fault_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     reasons = set(str_list(rule_, "cancel_reasons"))  # slurmstepd's end of a step counts when its tasks failed
     # a task's exit srun reported (its line, in the file) before a bare cancel of the step: srun ended the step
     # for that task's failure, as 'DUE TO TASK FAILURE' says in newer releases
-    exits = {(s.evidence[0].file, s.evidence[0].line) for s in ctx.active()
-             if s.kind in set(str_list(rule_, "task_exit_kinds")) and s.evidence}
+    exit_kinds = set(str_list(rule_, "task_exit_kinds"))
+    exits = {(s.evidence[0].file, s.evidence[0].line) for s in ctx.active() if s.kind in exit_kinds and s.evidence}
     records = [(when, sym.node) for sym in ctx.active() if sym.kind in kinds and (when := own_time(sym))
                and (sym.kind != "slurm_cancelled" or str(sym.fields.get("reason", "")).upper() in reasons
                     or (not sym.fields.get("reason") and _after_a_task_exit(sym, exits)))]

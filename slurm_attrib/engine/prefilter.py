@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ruleset import Rule
-from ..scan import Prefilter, RegexPrefilter
+from ..scan import Prefilter, RegexPrefilter, fold_bytes
 from . import bytepattern, ranks
 from .bytepattern import Untranslatable, translate
 from .dbcache import cached_database
@@ -77,11 +77,6 @@ def folds_case(rule: Rule) -> bool:
 def folded_anchors(rules: Sequence[Rule]) -> frozenset[str]:
     """The anchors (as written) of the rules that ignore case."""
     return frozenset(a for r in rules if r.match and folds_case(r) for a in r.match.anchors)
-
-
-def fold_bytes(pattern: bytes, fold: bool) -> bytes:
-    """``pattern`` made to ignore (ASCII) case where ``fold``."""
-    return b"(?i:" + pattern + b")" if fold else pattern
 
 
 _DATABASES: dict[tuple[Any, ...], Any] = {}  # per process: (rule sources) -> database, oldest first
