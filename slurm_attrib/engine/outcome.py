@@ -111,7 +111,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     if state in policy.memory_kill_states and leader is not None and leader.category == "host_oom":
         # Slurm's memory enforcement kills the job and records CANCELLED (or OUT_OF_MEMORY)
         category, responsible = "host_oom", leader.responsible
-        root, culprits = leader, _blamed(leader, _shared_categories(ctx))
+        root, culprits = leader, _blamed(_root_cause_rule(ctx), leader)
     state_sym = next((s for s in ctx.symptoms if s.kind == "job_state"), None)
     wanted = policy.evidence_kinds.get(state) or policy.evidence_kinds.get(category)
     root = root or _state_evidence(ctx, wanted) or state_sym
@@ -186,13 +186,13 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
                    annotations=list(ctx.outcome.annotations))
 
 
-def _shared_categories(ctx: EngineContext) -> tuple[str, ...]:
-    """Categories of a shared service (final.root_cause owns the table, params.shared_categories)."""
+def _root_cause_rule(ctx: EngineContext) -> Rule:
+    """final.root_cause, which owns the tables of who is blamed (params.shared_categories, unplaced_kinds)."""
     owner = ctx.ruleset.get("final.root_cause")
     if owner is None:
         raise RuleError("final.scheduler_state blames nodes by final.root_cause's params.shared_categories, "
                         "and that rule is not loaded")
-    return str_list(owner, "shared_categories")
+    return owner
 
 
 @rule("final.root_cause")
@@ -253,7 +253,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                                     "it on the same node or GPU"])
     if ctx.leaders:
         root = ctx.leaders[0]
-        culprits = _blamed(root, shared)
+        culprits = _blamed(rule_, root)
         if culprits and root.fields.get("gpu_not_in_facts") and all(e.source == SOURCE_APP for e in root.evidence):
             culprits = []
             notes.append(f"only the job's output names GPU {root.gpu}, which is not among {root.node}'s GPUs in its "
@@ -359,11 +359,13 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
 _USER_WRITABLE_ORIGINS = ("mixed-file", "unrecorded")
 
 
-def _blamed(root: Symptom, shared_categories: tuple[str, ...]) -> list[str]:
+def _blamed(owner: Rule, root: Symptom) -> list[str]:
     """Location is not blame: only an infrastructure root puts its node among the culprits; a workload
     error's node and rank are its location (root_cause.node/rank), never a culprit; nor is the node that
-    saw a shared service (the file system) fail."""
-    if root.category in shared_categories:
+    saw a shared service (the file system) fail, nor the node where a limit configured alike for all of them
+    (params.unplaced_kinds: ulimit -n, TasksMax) happened to run out first. ``owner``: final.root_cause,
+    whose params say so."""
+    if root.category in str_list(owner, "shared_categories") or root.kind in str_list(owner, "unplaced_kinds"):
         return []
     if root.fields.get("node_from_label") and all(e.source == SOURCE_APP for e in root.evidence):
         return []  # placed through srun's task number alone, which may be a per-node launcher's: not blame

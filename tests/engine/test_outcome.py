@@ -165,3 +165,12 @@ def test_a_node_whose_bundle_never_arrived_is_named_whatever_the_state() -> None
     root_cause(ctx, shipped("final.root_cause"))
     assert ctx.outcome.status == "unattributed"
     assert "no node bundle arrived from gpu-p05" in ctx.outcome.annotations
+
+
+@pytest.mark.parametrize(("unplaced", "culprits"), [(["process_limit"], []), ([], ["node-02"])])
+def test_an_unplaced_kind_blames_no_node(unplaced: list[str], culprits: list[str]) -> None:
+    limit = sym("process_limit", "node_failure", "infrastructure", 50)
+    ctx = context("FAILED", limit)
+    ctx.leaders = [limit]
+    root_cause(ctx, shipped("final.root_cause", unplaced_kinds=unplaced))
+    assert (ctx.outcome.status, ctx.outcome.culprit_nodes) == ("attributed", culprits)
