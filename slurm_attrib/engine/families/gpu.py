@@ -590,7 +590,8 @@ def _diag_verdict(sym: Symptom) -> Optional[Verdict]:
             return DIAG_MEMORY
         return DIAG_NVLINK if _DCGM_NVLINK_TESTS.search(test) else DIAG_GPU
     return {"err": DIAG_GPU, "pending": DIAG_MEMORY, "remap_failure": DIAG_MEMORY, "reset": DIAG_GPU,
-            "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU, "fabric_not_ready": DIAG_NVLINK}.get(finding)
+            "link_inactive": DIAG_NVLINK, "unreadable": DIAG_GPU, "fabric_not_ready": DIAG_NVLINK,
+            "fabric_unhealthy": DIAG_NVLINK}.get(finding)
 
 
 # DCGM's reasons for a test that could not run on the GPU (dcgm_errors.h: DCGM_FR_CUDA_API 'Error using CUDA API
@@ -620,6 +621,31 @@ def _deployment_cascade(line: Line) -> bool:
 def heading_above(line: Line) -> str:
     """The nearest non-blank line above: in nvidia-smi -q, the heading of the block a field opens."""
     return next((text.strip() for text in line.preceding(3) if text.strip()), "")
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def enclosing_headings(line: Line, depth: int, limit: int = 16) -> list[str]:
+    """The headings of the nvidia-smi -q blocks a field sits in, innermost first, ``depth`` of them at most:
+    each the nearest line above indented less than the one below it ('Health', then 'Fabric')."""
+    headings: list[str] = []
+    indent = _indent(line.text)
+    for text in line.preceding(limit):
+        if not text.strip() or _indent(text) >= indent:
+            continue
+        headings.append(text.strip())
+        indent = _indent(text)
+        if len(headings) == depth:
+            break
+    return headings
+
+
+# the fabric health values of a fabric that still routes every GPU's traffic, at less than full bandwidth
+DIAG_FABRIC_DEGRADED = Verdict("candidate", "nvlink", "infrastructure", 35,
+                               "the NVLink fabric runs with fewer links (limited capacity, degraded bandwidth): "
+                               "slower collectives, not a failure by itself")
 
 
 def _dcgm_test_of(line: Line) -> str:
@@ -691,7 +717,12 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         sym.fields["test"] = _dcgm_test_of(line)  # a result the table wrapped under its test's row
     if sym.fields["finding"] == "fabric_not_ready" and heading_above(line) != "Fabric":
         return False  # a State line of another block
+    if sym.fields["finding"] == "fabric_unhealthy" and enclosing_headings(line, 2) != ["Health", "Fabric"]:
+        return False  # a Summary or Bandwidth line of another block
     verdict = _diag_verdict(sym)
+    if sym.fields["finding"] == "fabric_unhealthy" and (sym.fields.get("health") == "Limited Capacity"
+                                                         or sym.fields.get("bandwidth")):
+        verdict = DIAG_FABRIC_DEGRADED
     if verdict is None:
         return False
     if sym.fields["finding"] == "dcgm_fail":
