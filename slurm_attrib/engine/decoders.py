@@ -395,6 +395,35 @@ _CXX_LOGIC = re.compile(r"^std::(?:logic_error|invalid_argument|domain_error|len
                         r"bad_any_cast|bad_variant_access|bad_optional_access|bad_function_call|bad_weak_ptr)$")
 
 
+# Hydra's banner above its EXIT CODE line, and the rank's PID and host in it (mpiexec.c)
+_HYDRA_BANNER = re.compile(r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES")
+_HYDRA_RUNNING_AT = re.compile(r"=\s{1,8}PID (?P<pid>\d{1,10}) RUNNING AT (?P<host>\S{1,255})")
+# the signals of a crash in the process's own code: SIGSEGV, SIGFPE, SIGILL, SIGBUS, raw or as a shell's 128 + N
+_CRASH_SIGNALS = {11: "Segmentation fault", 8: "Floating point exception", 4: "Illegal instruction", 7: "Bus error"}
+
+
+@decoder("mpi_bad_termination")
+def decode_mpi_bad_termination(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """Hydra's EXIT CODE line counts only under its banner. A crash signal is the workload's crash (a weak
+    candidate, as a signal handler's own report); any other status is the launcher reporting a child's end."""
+    above = list(line.preceding(3))
+    if not any(_HYDRA_BANNER.search(text) for text in above):
+        return False  # 'EXIT CODE: 1' of some other program's output
+    running = next((m for m in map(_HYDRA_RUNNING_AT.search, above) if m is not None), None)
+    if running is not None:
+        sym.fields["pid"], sym.fields["running_at"] = int(running["pid"]), running["host"]
+    code = int(sym.fields.get("code", 0))
+    signal = code - 128 if code > 128 else code
+    if signal in _CRASH_SIGNALS:
+        sym.fields["signal"], sym.fields["signame"] = signal, _CRASH_SIGNALS[signal]
+        sym.kind, sym.role, sym.category, sym.responsible, sym.strength = (
+            "native_crash", "candidate", "application", "workload", 30)
+        sym.summary = f"a process crashed (mpiexec: exit code {code}, {_CRASH_SIGNALS[signal]})"
+        sym.actions = ("read the output of the rank that crashed just above the banner (a backtrace, the library at "
+                       "its top); rerun with a debug build or the suspect transport disabled",)
+    return True
+
+
 @decoder("cxx_exception")
 def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """An exception no C++ handler caught: libstdc++'s verbose terminate handler names its type and prints
