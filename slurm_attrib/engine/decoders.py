@@ -757,6 +757,25 @@ _NIC_DRIVERS = frozenset({"mlx5_core", "mlx4_core", "bnxt_en", "ice", "i40e", "i
 _DISK_DRIVERS = frozenset({"nvme", "ahci", "megaraid_sas", "mpt3sas", "smartpqi", "aacraid", "hpsa"})
 
 
+# what the kernel's AER recovery (drivers/pci/pcie/err.c) prints after the error's report: the outcome on the port
+# ('device recovery failed|successful', capitalised before 4.19), or a device driver without AER handlers, whose
+# device cannot be recovered (the nvidia driver); and the start of the next error's report, where the search stops
+_AER_RECOVERY = re.compile(r"(?i)\bdevice recovery (?P<outcome>failed|successful)|"
+                           r"(?P<cant>can't recover \(no error_detected callback\))")
+_AER_NEXT_ERROR = re.compile(r"PCIe Bus Error: |error (?:message )?received")
+
+
+def _aer_recovery(line: Line) -> str:
+    """'failed' or 'successful': what the recovery of this AER error came to, from the lines after its report."""
+    for text in line.iter_following(12):
+        found = _AER_RECOVERY.search(text)
+        if found is not None:
+            return "failed" if found["cant"] or found["outcome"].lower() == "failed" else "successful"
+        if _AER_NEXT_ERROR.search(text):
+            break
+    return ""
+
+
 @decoder("pcie_aer")
 def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context. A NIC's or a
@@ -774,6 +793,10 @@ def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
         sym.role, sym.strength = "context", 0
     elif "Non-Fatal" in severity:
         sym.strength = 40
+    if not severity.startswith("Correct") and (recovery := _aer_recovery(line)):
+        sym.fields["recovery"] = recovery
+        if recovery == "failed":
+            sym.strength = max(sym.strength, 70)  # the device is left failed: as strong as a fatal error
     facts = ctx.bundle.facts_for(sym.node)
     device = sym.fields.get("device")
     if isinstance(device, str):
