@@ -144,8 +144,9 @@ def _state_evidence(ctx: EngineContext, wanted: Optional[str]) -> Optional[Sympt
     return min(found, key=Symptom.sort_key) if found else None
 
 
-# what makes Slurm lose nodes without any node failing: the credentials between the controller and the nodes
-_CLUSTER_WIDE_LOSS = frozenset({"auth_error"})
+# what makes Slurm lose nodes without any node failing: the credentials between the controller and the nodes, the
+# controller's configuration against what a node reports
+_CLUSTER_WIDE_LOSS = frozenset({"auth_error", "slurm_config_mismatch"})
 
 
 def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) -> int:
@@ -162,15 +163,16 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
         return _decide(ctx, rule_, status="attributed", category="node_failure", responsible="infrastructure",
                        root=root, culprit_nodes=[], summary=f"node failure: {root.summary}",
                        annotations=list(ctx.outcome.annotations))
-    if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
-        culprits, root = [leader.node], leader
     if not culprits and leader and leader.kind in _CLUSTER_WIDE_LOSS:
         # the controller and the nodes could not authenticate each other (munge's rewound or expired
-        # credential: clocks apart): Slurm marks nodes not responding and ends the job, and no node broke
+        # credential: clocks apart), or the controller's configuration and a node's report disagree: Slurm
+        # marks nodes not responding, invalid or down and ends the job, and no node broke
         ctx.outcome.annotations.append(f"{_describe(leader)}: the nodes were lost to it, none is to blame")
         return _decide(ctx, rule_, status="attributed", category="node_failure", responsible="infrastructure",
                        root=leader, culprit_nodes=[], summary=f"node failure: {leader.summary}",
                        annotations=list(ctx.outcome.annotations))
+    if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
+        culprits, root = [leader.node], leader
     if not culprits and len(ctx.job.nodes) == 1:
         # Slurm ends a job NODE_FAIL when one of its nodes stopped answering: with one node, that one
         culprits = list(ctx.job.nodes)
