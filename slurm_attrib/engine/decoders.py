@@ -806,6 +806,33 @@ def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     return True
 
 
+@decoder("iommu_fault")
+def decode_iommu_fault(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """An IOMMU fault is the node's platform when the device is one of the job's GPUs (the node's facts list it,
+    or its driver is nvidia) and the RDMA path's when a NIC's driver printed it; another device's is context."""
+    fields = sym.fields
+    device = str(fields.get("device") or "")
+    if not device and fields.get("bus") is not None:
+        device = f"{fields['bus']}:{fields['slot']}.{fields['function']}"
+    if device.count(":") == 1:
+        device = "0000:" + device  # the kernel prints a device of PCI domain 0 without it
+    fields["device"] = device.lower()
+    pci = normalise_pci(device) if device else ""
+    facts = ctx.bundle.facts_for(sym.node)
+    driver = str(fields.get("driver", ""))
+    if pci and facts and facts.uuid_for(pci) is not None:
+        sym.gpu = pci
+    elif driver in _NIC_DRIVERS:
+        sym.category = "network"
+    elif driver != "nvidia":
+        sym.role, sym.strength = "context", 0  # a device the job does not use, as far as the bundle says
+        sym.notes.append("the IOMMU fault is not of a GPU in the node's facts nor of a NIC: another device's")
+        return True
+    sym.notes.append("the IOMMU refused the device's DMA: peer-to-peer or GPUDirect traffic through an IOMMU in "
+                     "translation mode (the node's iommu= and ACS settings)")
+    return True
+
+
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
