@@ -485,6 +485,13 @@ AMD_UNCORRECTABLE = Verdict("candidate", "gpu_hardware", "infrastructure", 75, "
 AMD_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75, "uncorrectable error in the GPU's memory (UMC)")
 
 
+# the RAS report's count of uncorrectable errors in the memory controller (amdgpu_umc.c, after the interrupt's
+# 'uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!'): the event is the GPU's memory; a zero count
+# and 'no uncorrectable hardware errors detected in umc block' say it is not
+_AMD_UMC_ERRORS = re.compile(r"(?<!\d)[1-9]\d{0,5} (?:new )?uncorrectable hardware errors detected in "
+                             r"(?:umc|UMC) [Bb]lock")
+
+
 @decoder("amdgpu")
 def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Which amdgpu line it is: a GPU that cannot start or an uncorrectable RAS error is the GPU's; a ring
@@ -494,7 +501,9 @@ def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     address names."""
     error = str(sym.fields.get("error", ""))
     if "uncorrectable" in error:
-        apply_verdict(sym, AMD_MEMORY if str(sym.fields.get("block", "")).lower() == "umc" else AMD_UNCORRECTABLE)
+        memory = str(sym.fields.get("block", "")).lower() == "umc" or (
+            "detected!" in error and any(_AMD_UMC_ERRORS.search(text) for text in line.iter_following(4)))
+        apply_verdict(sym, AMD_MEMORY if memory else AMD_UNCORRECTABLE)
     elif "page fault" in error:
         apply_verdict(sym, KERNEL_BUG)
     elif "timeout" in error or "reset begin" in error:
