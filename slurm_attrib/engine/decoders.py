@@ -397,28 +397,30 @@ _CXX_LOGIC = re.compile(r"^std::(?:logic_error|invalid_argument|domain_error|len
 
 # Hydra's banner above its EXIT CODE line, and the rank's PID and host in it (mpiexec.c)
 _HYDRA_BANNER = re.compile(r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES")
-_HYDRA_RUNNING_AT = re.compile(r"=\s{1,8}PID (?P<pid>\d{1,10}) RUNNING AT (?P<host>\S{1,255})")
+_HYDRA_RUNNING_AT = re.compile(r"=\s{1,8}(?:RANK \d{1,9} )?PID (?P<pid>\d{1,10}) RUNNING AT (?P<host>\S{1,255})")
 # the signals of a crash in the process's own code: SIGSEGV, SIGFPE, SIGILL, SIGBUS, raw or as a shell's 128 + N
 _CRASH_SIGNALS = {11: "Segmentation fault", 8: "Floating point exception", 4: "Illegal instruction", 7: "Bus error"}
 
 
 @decoder("mpi_bad_termination")
 def decode_mpi_bad_termination(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Hydra's EXIT CODE line counts only under its banner. A crash signal is the workload's crash (a weak
-    candidate, as a signal handler's own report); any other status is the launcher reporting a child's end."""
+    """Hydra's EXIT CODE (or KILLED BY SIGNAL) line counts only under its banner. A crash signal is the workload's
+    crash (a weak candidate, as a signal handler's own report); any other status is the launcher reporting a
+    child's end."""
     above = list(line.preceding(3))
     if not any(_HYDRA_BANNER.search(text) for text in above):
         return False  # 'EXIT CODE: 1' of some other program's output
     running = next((m for m in map(_HYDRA_RUNNING_AT.search, above) if m is not None), None)
     if running is not None:
         sym.fields["pid"], sym.fields["running_at"] = int(running["pid"]), running["host"]
-    code = int(sym.fields.get("code", 0))
-    signal = code - 128 if code > 128 else code
+    code = int(sym.fields.get("code") or 0)
+    signal = int(sym.fields.get("killed_by") or 0) or (code - 128 if code > 128 else code)
     if signal in _CRASH_SIGNALS:
         sym.fields["signal"], sym.fields["signame"] = signal, _CRASH_SIGNALS[signal]
         sym.kind, sym.role, sym.category, sym.responsible, sym.strength = (
             "native_crash", "candidate", "application", "workload", 30)
-        sym.summary = f"a process crashed (mpiexec: exit code {code}, {_CRASH_SIGNALS[signal]})"
+        said = f"killed by signal {signal}" if sym.fields.get("killed_by") else f"exit code {code}"
+        sym.summary = f"a process crashed (mpiexec: {said}, {_CRASH_SIGNALS[signal]})"
         sym.actions = ("read the output of the rank that crashed just above the banner (a backtrace, the library at "
                        "its top); rerun with a debug build or the suspect transport disabled",)
     return True
@@ -765,11 +767,28 @@ _AER_RECOVERY = re.compile(r"(?i)\bdevice recovery (?P<outcome>failed|successful
 _AER_NEXT_ERROR = re.compile(r"PCIe Bus Error: |error (?:message )?received")
 
 
+# a syslog line's host and tag before the kernel's message ('Jan 26 01:07:55 gpu-n02 kernel: '), and any program's tag
+_KERNEL_TAG = re.compile(r"(?:^|\s)(?P<host>\S{1,255}) kernel: ")
+_PROGRAM_TAG = re.compile(r"\s[^\s:\[\]]{1,64}(?:\[\d{1,10}\])?: ")
+
+
+def _same_writer(report: str, text: str) -> bool:
+    """Whether ``text`` was written as the AER report was: in a syslog file, the kernel's line of the same host (a
+    program's line, 'alice[42]: ... device recovery failed', or another host's in a central file is not); in a
+    dmesg capture, a line without a program's tag."""
+    tag = _KERNEL_TAG.search(report)
+    if tag is not None:
+        other = _KERNEL_TAG.search(text)
+        return other is not None and other["host"] == tag["host"]
+    return _PROGRAM_TAG.search(text[:80]) is None
+
+
 def _aer_recovery(line: Line) -> str:
-    """'failed' or 'successful': what the recovery of this AER error came to, from the lines after its report."""
+    """'failed' or 'successful': what the recovery of this AER error came to, from the lines after its report
+    written as it was (the kernel's, on the same host)."""
     for text in line.iter_following(12):
         found = _AER_RECOVERY.search(text)
-        if found is not None:
+        if found is not None and _same_writer(line.text, text):
             return "failed" if found["cant"] or found["outcome"].lower() == "failed" else "successful"
         if _AER_NEXT_ERROR.search(text):
             break

@@ -144,9 +144,22 @@ def _state_evidence(ctx: EngineContext, wanted: Optional[str]) -> Optional[Sympt
     return min(found, key=Symptom.sort_key) if found else None
 
 
-# what makes Slurm lose nodes without any node failing: the credentials between the controller and the nodes, the
-# controller's configuration against what a node reports
-_CLUSTER_WIDE_LOSS = frozenset({"auth_error", "slurm_config_mismatch"})
+# what makes Slurm lose nodes without any node failing: the credentials between the controller and the nodes (a
+# node's own clock named by its line still blames that node); final.root_cause's params.unplaced_kinds too
+_CLUSTER_WIDE_LOSS = frozenset({"auth_error"})
+
+
+def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Symptom]) -> Optional[Symptom]:
+    """The fault a node's kernel logged, where the leader is of a kind that blames no node (params.unplaced_kinds)
+    and only the job's output says so: a user can print 'Too many open files' or a slurmctld line, and that must
+    not clear the node whose kernel reported a fault. The strongest such candidate, else None."""
+    if leader is None or leader.kind not in str_list(owner, "unplaced_kinds") \
+            or not all(e.source == SOURCE_APP for e in leader.evidence):
+        return None
+    faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
+              and s.kind not in str_list(owner, "unplaced_kinds")
+              and any(e.source == SOURCE_KERNEL for e in s.evidence)]
+    return min(faults, key=lambda s: (-s.strength, *Symptom.sort_key(s))) if faults else None
 
 
 def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) -> int:
@@ -163,16 +176,20 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
         return _decide(ctx, rule_, status="attributed", category="node_failure", responsible="infrastructure",
                        root=root, culprit_nodes=[], summary=f"node failure: {root.summary}",
                        annotations=list(ctx.outcome.annotations))
-    if not culprits and leader and leader.kind in _CLUSTER_WIDE_LOSS:
+    owner = _root_cause_rule(ctx)
+    leader = _trusted_fault_over(ctx, owner, leader) or leader
+    unplaced = leader is not None and leader.kind in str_list(owner, "unplaced_kinds")
+    if not culprits and leader and leader.responsible == "infrastructure" and leader.node and not unplaced:
+        culprits, root = [leader.node], leader
+    if not culprits and leader and (unplaced or leader.kind in _CLUSTER_WIDE_LOSS):
         # the controller and the nodes could not authenticate each other (munge's rewound or expired
-        # credential: clocks apart), or the controller's configuration and a node's report disagree: Slurm
-        # marks nodes not responding, invalid or down and ends the job, and no node broke
+        # credential: clocks apart), or a limit or configuration the nodes share (params.unplaced_kinds: the
+        # controller's slurm.conf against a node's report): Slurm marks nodes not responding, invalid or down and
+        # ends the job, and no node broke
         ctx.outcome.annotations.append(f"{_describe(leader)}: the nodes were lost to it, none is to blame")
         return _decide(ctx, rule_, status="attributed", category="node_failure", responsible="infrastructure",
                        root=leader, culprit_nodes=[], summary=f"node failure: {leader.summary}",
                        annotations=list(ctx.outcome.annotations))
-    if not culprits and leader and leader.responsible == "infrastructure" and leader.node:
-        culprits, root = [leader.node], leader
     if not culprits and len(ctx.job.nodes) == 1:
         # Slurm ends a job NODE_FAIL when one of its nodes stopped answering: with one node, that one
         culprits = list(ctx.job.nodes)
@@ -192,8 +209,8 @@ def _root_cause_rule(ctx: EngineContext) -> Rule:
     """final.root_cause, which owns the tables of who is blamed (params.shared_categories, unplaced_kinds)."""
     owner = ctx.ruleset.get("final.root_cause")
     if owner is None:
-        raise RuleError("final.scheduler_state blames nodes by final.root_cause's params.shared_categories, "
-                        "and that rule is not loaded")
+        raise RuleError("final.scheduler_state blames nodes by final.root_cause's params.shared_categories and "
+                        "unplaced_kinds, and that rule is not loaded")
     return owner
 
 
@@ -254,7 +271,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                        annotations=[*notes, "the leading event names no cause; look for what came just before "
                                     "it on the same node or GPU"])
     if ctx.leaders:
-        root = ctx.leaders[0]
+        root = _trusted_fault_over(ctx, rule_, ctx.leaders[0]) or ctx.leaders[0]
         culprits = _blamed(rule_, root)
         if culprits and root.fields.get("gpu_not_in_facts") and all(e.source == SOURCE_APP for e in root.evidence):
             culprits = []

@@ -174,3 +174,33 @@ def test_an_unplaced_kind_blames_no_node(unplaced: list[str], culprits: list[str
     ctx.leaders = [limit]
     root_cause(ctx, shipped("final.root_cause", unplaced_kinds=unplaced))
     assert (ctx.outcome.status, ctx.outcome.culprit_nodes) == ("attributed", culprits)
+
+
+def test_an_unplaced_kind_blames_no_node_of_a_node_fail_job() -> None:
+    """NODE_FAIL's own path takes a leader's node unless its kind is unplaced (a user printing 'Too many open
+    files' must not name the node Slurm lost)."""
+    limit = make_symptom("process_limit", "node_failure", "infrastructure", 50, source="app", role="candidate")
+    ctx = context("NODE_FAIL", limit)
+    ctx.leaders = [limit]
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.culprit_nodes == []
+    placed = make_symptom("auth_error", "node_failure", "infrastructure", 50, source="app", role="candidate")
+    ctx = context("NODE_FAIL", placed)
+    ctx.leaders = [placed]
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.culprit_nodes == ["node-02"]  # a credential error a node's own line places is that node's
+
+
+@pytest.mark.parametrize("state", ["FAILED", "NODE_FAIL"])
+def test_a_printed_unplaced_root_does_not_clear_a_kernel_fault(state: str) -> None:
+    """An unplaced kind read only from the job's output (user-printable) yields to a fault the node's kernel logged."""
+    printed = make_symptom("slurm_config_mismatch", "node_failure", "infrastructure", 45, node="node-01",
+                           source="app", role="candidate")
+    xid = make_symptom("xid", "gpu_hardware", "infrastructure", 80, node="node-01", source="kernel", role="candidate")
+    ctx = context(state, printed, xid)
+    ctx.leaders = [printed]
+    if state == "FAILED":
+        root_cause(ctx, shipped("final.root_cause"))
+    else:
+        scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.culprit_nodes == ["node-01"]

@@ -640,7 +640,7 @@ def enclosing_headings(line: Line, depth: int, limit: int = 16) -> list[str]:
     """The headings of the nvidia-smi -q blocks a field sits in, innermost first, ``depth`` of them at most:
     each the nearest line above indented less than the one below it ('Health', then 'Fabric')."""
     headings: list[str] = []
-    indent = _indent(line.text)
+    indent = _indent(line.text[len(line.lead):])  # its neighbours come without the lead (a paste's '> ') too
     for text in line.preceding(limit):
         if not text.strip() or _indent(text) >= indent:
             continue

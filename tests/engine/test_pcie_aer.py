@@ -1,0 +1,44 @@
+"""kernel.pcie_aer weighs a non-fatal error by what the kernel's recovery printed next, and only the kernel's own
+line of the same host counts as that (a program's 'device recovery failed' in a mixed syslog file does not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_attrib.engine import Engine
+
+JOB = ('job_id: "1"\nnodes: [node-01]\nstart: "2025-01-26T00:30:00Z"\nend: "2025-01-26T01:18:30Z"\n'
+       'state: FAILED\nexit_code: "1:0"\n')
+# the error's report as open-gpu-kernel-modules #1229 shows it (its condensed Bus Error line), on a GPU's port
+REPORT = ("Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: Uncorrectable (Non-Fatal) error received "
+          "from 0000:63:00.0\n"
+          "Jan 26 01:07:55 node-01 kernel: nvidia 0000:63:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
+          "type=Transaction Layer, (Requester ID)\n")
+
+
+def _aer(engine: Engine, tmp_path: Path, after: str) -> tuple[str, int]:
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "job.yaml").write_text(JOB)
+    (tmp_path / "syslog" / "node-01.log").write_text(REPORT + after)
+    ctx = engine.run(tmp_path)
+    found = [s for s in ctx.symptoms if s.rule_id == "kernel.pcie_aer"]
+    assert len(found) == 1
+    return str(found[0].fields.get("recovery", "")), found[0].strength
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    ("Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: device recovery failed\n", ("failed", 70)),
+    ("Jan 26 01:07:55 node-01 kernel: nvidia 0000:63:00.0: AER: can't recover (no error_detected callback)\n",
+     ("failed", 70)),
+    ("Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: device recovery successful\n", ("successful", 40)),
+    ("", ("", 40)),
+    # a user's logger line, and another host's kernel line in a central file: not this report's outcome
+    ("Jan 26 01:07:55 node-01 alice[4242]: pcieport 0000:00:01.2: AER: device recovery failed\n"
+     "Jan 26 01:07:56 node-01 kernel: pcieport 0000:00:01.2: AER: device recovery successful\n", ("successful", 40)),
+    ("Jan 26 01:07:55 node-07 kernel: pcieport 0000:00:01.2: AER: device recovery failed\n", ("", 40)),
+])
+def test_the_kernels_recovery_outcome_weighs_a_non_fatal_error(engine: Engine, tmp_path: Path, after: str,
+                                                                expected: tuple[str, int]) -> None:
+    assert _aer(engine, tmp_path, after) == expected
