@@ -419,6 +419,9 @@ NVML_MISMATCH = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
                         "the node's NVIDIA kernel module and driver libraries differ: the driver was updated "
                         "without a reload or reboot")
 NO_DRIVER = Verdict("candidate", "gpu_hardware", "infrastructure", 50, "the NVIDIA driver is not loaded on the node")
+JOB_NVML_MISMATCH = Verdict("candidate", "application", "workload", 45,
+                            "the job's NVML library is not the node's driver's, and the node's own nvidia-smi worked "
+                            "after the job: the job's environment brought other driver libraries (a container image)")
 _DRIVER_ACTIONS = {
     NVML_MISMATCH: ("drain the node and reboot it (or reload the nvidia kernel modules): its driver packages "
                     "changed under the loaded module; pin them or keep them out of unattended upgrades",),
@@ -468,7 +471,17 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     sym.actions = _DRIVER_ACTIONS.get(verdict, sym.actions)
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
-    if sym.gpu and sym.evidence and sym.evidence[0].source == SOURCE_APP and facts is not None and facts.gpus \
+    from_job = bool(sym.evidence) and sym.evidence[0].source == SOURCE_APP
+    if verdict is NVML_MISMATCH and from_job and facts is not None and facts.gpus:
+        # the node's own nvidia-smi listed its GPUs after the job (its facts): the node's libraries match its loaded
+        # module, so the libraries the job loaded were another's (a container image that ships libnvidia-ml or
+        # libnvidia-compute, an LD_LIBRARY_PATH): the job's environment, not the node
+        apply_verdict(sym, JOB_NVML_MISMATCH)
+        sym.actions = ("run the job's container without NVIDIA driver libraries of its own (let the container runtime "
+                       "mount the node's: nvidia-container-toolkit, enroot's or Apptainer's --nv) and check "
+                       "LD_LIBRARY_PATH for another driver's libnvidia-ml",)
+        return True
+    if sym.gpu and from_job and facts is not None and facts.gpus \
             and all(pci != sym.gpu for pci, _, _ in facts.gpus):
         # the job's output names a GPU the node's facts (nvidia-smi after the job) do not list: a GPU lost during
         # the job is missing from them too, but so is another machine's (a capture the job printed); the job's
