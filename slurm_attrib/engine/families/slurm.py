@@ -173,11 +173,14 @@ def decode_container_runtime(ctx: EngineContext, sym: Symptom, line: Line, extra
     return True
 
 
-# Apptainer's image drivers and FUSE mounts failing on the node: its kernel and FUSE packages, not the image
-# (apptainer/apptainer #3348: fusermount3 on a RHEL 8 before 8.6); a bad squashfs superblock may be either
+# Apptainer's image drivers, FUSE mounts and loop devices failing on the node: its kernel, FUSE packages and
+# singularity.conf, not the image (apptainer/apptainer #3348: fusermount3 on a RHEL 8 before 8.6; sylabs/singularity
+# #1499: no loop device to attach the image to, pkg/util/loop's 'No loop devices available' behind 'failed to find
+# loop device: could not attach image file to loop device'); a bad squashfs superblock may be either
 _NODE_IMAGE_DRIVER = re.compile(r"image driver mount failure|(?:squashfuse(?:_ll)?|fuse2fs|fuse-overlayfs|gocryptfs) "
                                 r"(?:instance )?exited|fusermount3?: |failed to exec fusermount|fuse: device not "
-                                r"found|mount hook function failure")
+                                r"found|mount hook function failure|failed to find loop device|could not attach image "
+                                r"file to loop device|[Nn]o (?:more )?(?:available )?loop devices")
 
 
 # what srun and slurmstepd print right after a step's OOM report, naming the node it happened on
