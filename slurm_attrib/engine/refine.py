@@ -107,14 +107,19 @@ def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
 @rule("refine.xid_chain")
 def xid_chain(ctx: EngineContext, rule_: Rule) -> int:
     """``Xid 45 ... caused by previous Xid N`` and Xid 154 (recovery action) support the Xid they
-    follow on the same GPU."""
+    follow on the same GPU, and so does an Xid a process's own fault left behind (params.after_same_process)."""
     count = 0
     xids = [s for s in ctx.symptoms if s.kind == "xid"]
+    after_process = {int(k): {int(c) for c in v} for k, v in (rule_.params.get("after_same_process") or {}).items()}
     for sym in xids:
         wanted = sym.fields.get("caused_by_xid")
-        if sym.fields.get("code") != 154 and wanted is None:
+        code = sym.fields.get("code")
+        if isinstance(code, int) and code in after_process and sym.fields.get("pid") is not None and wanted is None:
+            cause = _same_process_fault(xids, sym, after_process[code])
+        elif code != 154 and wanted is None:
             continue
-        cause = _previous_xid(xids, sym, wanted if isinstance(wanted, int) else None)
+        else:
+            cause = _previous_xid(xids, sym, wanted if isinstance(wanted, int) else None)
         if cause is not None:
             sym.supports = cause.id or None
             sym.fields["follows"] = f"xid {cause.fields.get('code')}"
@@ -143,6 +148,14 @@ def fallen_off_bus_with_xid79(ctx: EngineContext, rule_: Rule) -> int:
             sym.role, sym.supports = "cascade", twin.id
             count += 1
     return count
+
+
+def _same_process_fault(xids: list[Symptom], sym: Symptom, codes: set[int]) -> Optional[Symptom]:
+    """The latest Xid of one of ``codes`` before ``sym`` on its GPU, raised for the same pid."""
+    found = [other for other in xids if other is not sym and not other.dropped and other.node == sym.node
+             and other.gpu == sym.gpu and other.fields.get("code") in codes
+             and other.fields.get("pid") == sym.fields.get("pid") and Symptom.sort_key(other) < Symptom.sort_key(sym)]
+    return max(found, key=Symptom.sort_key) if found else None
 
 
 def _previous_xid(xids: list[Symptom], sym: Symptom, code: Optional[int]) -> Optional[Symptom]:
