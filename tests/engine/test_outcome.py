@@ -77,12 +77,18 @@ def test_blame_on_a_memory_kill_follows_root_cause_shared_categories() -> None:
         scheduler_state(ctx, shipped("final.scheduler_state"))
 
 
-@pytest.mark.parametrize(("shared", "culprits"), [(["storage"], []), ([], ["node-02"])])
-def test_a_shared_category_blames_no_node(shared: list[str], culprits: list[str]) -> None:
-    lustre = sym("lustre_error", "storage", "infrastructure", 80)
-    ctx = context("FAILED", lustre)
-    ctx.leaders = [lustre]
-    root_cause(ctx, shipped("final.root_cause", shared_categories=shared))
+@pytest.mark.parametrize(("kind", "category", "param", "value", "culprits"), [
+    ("lustre_error", "storage", "shared_categories", ["storage"], []),
+    ("lustre_error", "storage", "shared_categories", [], ["node-02"]),
+    ("process_limit", "node_failure", "unplaced_kinds", ["process_limit"], []),
+    ("process_limit", "node_failure", "unplaced_kinds", [], ["node-02"]),
+])
+def test_a_shared_category_or_unplaced_kind_blames_no_node(kind: str, category: str, param: str, value: list[str],
+                                                           culprits: list[str]) -> None:
+    root = sym(kind, category, "infrastructure", 80)
+    ctx = context("FAILED", root)
+    ctx.leaders = [root]
+    root_cause(ctx, shipped("final.root_cause", **{param: value}))
     assert (ctx.outcome.status, ctx.outcome.culprit_nodes) == ("attributed", culprits)
 
 
@@ -165,15 +171,6 @@ def test_a_node_whose_bundle_never_arrived_is_named_whatever_the_state() -> None
     root_cause(ctx, shipped("final.root_cause"))
     assert ctx.outcome.status == "unattributed"
     assert "no node bundle arrived from gpu-p05" in ctx.outcome.annotations
-
-
-@pytest.mark.parametrize(("unplaced", "culprits"), [(["process_limit"], []), ([], ["node-02"])])
-def test_an_unplaced_kind_blames_no_node(unplaced: list[str], culprits: list[str]) -> None:
-    limit = sym("process_limit", "node_failure", "infrastructure", 50)
-    ctx = context("FAILED", limit)
-    ctx.leaders = [limit]
-    root_cause(ctx, shipped("final.root_cause", unplaced_kinds=unplaced))
-    assert (ctx.outcome.status, ctx.outcome.culprit_nodes) == ("attributed", culprits)
 
 
 def test_an_unplaced_kind_blames_no_node_of_a_node_fail_job() -> None:
