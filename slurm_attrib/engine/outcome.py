@@ -150,15 +150,14 @@ _CLUSTER_WIDE_LOSS = frozenset({"auth_error"})
 
 
 def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Symptom]) -> Optional[Symptom]:
-    """The fault a node's kernel logged, where the leader is of a kind that blames no node (params.unplaced_kinds)
-    and only the job's output says so: a user can print 'Too many open files' or a slurmctld line, and that must
-    not clear the node whose kernel reported a fault. The strongest such candidate, else None."""
-    if leader is None or leader.kind not in str_list(owner, "unplaced_kinds") \
-            or not all(e.source == SOURCE_APP for e in leader.evidence):
+    """The fault a node's kernel logged, where the leader is of a kind a user can print (params.printable_kinds: a
+    limit, a slurmctld line, a preemption notice) and only the job's output says so: that must not clear the node
+    whose kernel reported a fault. The strongest such candidate, else None."""
+    printable = str_list(owner, "printable_kinds")
+    if leader is None or leader.kind not in printable or not all(e.source == SOURCE_APP for e in leader.evidence):
         return None
     faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
-              and s.kind not in str_list(owner, "unplaced_kinds")
-              and any(e.source == SOURCE_KERNEL for e in s.evidence)]
+              and s.kind not in printable and any(e.source == SOURCE_KERNEL for e in s.evidence)]
     return min(faults, key=lambda s: (-s.strength, *Symptom.sort_key(s))) if faults else None
 
 
@@ -206,7 +205,8 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
 
 
 def _root_cause_rule(ctx: EngineContext) -> Rule:
-    """final.root_cause, which owns the tables of who is blamed (params.shared_categories, unplaced_kinds)."""
+    """final.root_cause, which owns the tables of who is blamed (params.shared_categories, unplaced_kinds,
+    printable_kinds)."""
     owner = ctx.ruleset.get("final.root_cause")
     if owner is None:
         raise RuleError("final.scheduler_state blames nodes by final.root_cause's params.shared_categories and "

@@ -115,7 +115,9 @@ def xid_chain(ctx: EngineContext, rule_: Rule) -> int:
         wanted = sym.fields.get("caused_by_xid")
         code = sym.fields.get("code")
         if isinstance(code, int) and code in after_process and sym.fields.get("pid") is not None and wanted is None:
-            cause = _same_process_fault(xids, sym, after_process[code])
+            window = float(rule_.params.get("same_process_window_s", 60))
+            cause = _same_process_fault(xids, sym, after_process[code], window,
+                                        int(rule_.params.get("same_process_lines", 20)))
         elif code != 154 and wanted is None:
             continue
         else:
@@ -150,12 +152,25 @@ def fallen_off_bus_with_xid79(ctx: EngineContext, rule_: Rule) -> int:
     return count
 
 
-def _same_process_fault(xids: list[Symptom], sym: Symptom, codes: set[int]) -> Optional[Symptom]:
-    """The latest Xid of one of ``codes`` before ``sym`` on its GPU, raised for the same pid."""
+def _same_process_fault(xids: list[Symptom], sym: Symptom, codes: set[int], window_s: float,
+                        lines: int) -> Optional[Symptom]:
+    """The latest Xid of one of ``codes`` before ``sym`` on its GPU, raised for the same pid: both stamped, within
+    ``window_s`` of it; otherwise in the same file within ``lines`` lines and for the same process name."""
     found = [other for other in xids if other is not sym and not other.dropped and other.node == sym.node
              and other.gpu == sym.gpu and other.fields.get("code") in codes
-             and other.fields.get("pid") == sym.fields.get("pid") and Symptom.sort_key(other) < Symptom.sort_key(sym)]
+             and other.fields.get("pid") == sym.fields.get("pid") and Symptom.sort_key(other) < Symptom.sort_key(sym)
+             and _close_by(other, sym, window_s, lines)]
     return max(found, key=Symptom.sort_key) if found else None
+
+
+def _close_by(earlier: Symptom, later: Symptom, window_s: float, lines: int) -> bool:
+    if earlier.time is not None and later.time is not None:
+        return timedelta(0) <= later.time - earlier.time <= timedelta(seconds=window_s)
+    if not earlier.evidence or not later.evidence or earlier.evidence[0].file != later.evidence[0].file:
+        return False
+    name = later.fields.get("process")
+    return 0 < later.evidence[0].line - earlier.evidence[0].line <= lines \
+        and (name is None or earlier.fields.get("process") in (None, name))
 
 
 def _previous_xid(xids: list[Symptom], sym: Symptom, code: Optional[int]) -> Optional[Symptom]:

@@ -188,11 +188,14 @@ def test_an_unplaced_kind_blames_no_node_of_a_node_fail_job() -> None:
     assert ctx.outcome.culprit_nodes == ["node-02"]  # a credential error a node's own line places is that node's
 
 
-@pytest.mark.parametrize("state", ["FAILED", "NODE_FAIL"])
-def test_a_printed_unplaced_root_does_not_clear_a_kernel_fault(state: str) -> None:
-    """An unplaced kind read only from the job's output (user-printable) yields to a fault the node's kernel logged."""
-    printed = make_symptom("slurm_config_mismatch", "node_failure", "infrastructure", 45, node="node-01",
-                           source="app", role="candidate")
+@pytest.mark.parametrize(("state", "kind", "category"), [("FAILED", "slurm_config_mismatch", "node_failure"),
+                                                         ("NODE_FAIL", "slurm_config_mismatch", "node_failure"),
+                                                         ("FAILED", "platform_preempted", "preempted")])
+def test_a_printed_root_does_not_clear_a_kernel_fault(state: str, kind: str, category: str) -> None:
+    """A root of a kind the job's output alone says (params.printable_kinds: a user can print it) yields to a fault
+    the node's kernel logged."""
+    printed = make_symptom(kind, category, "infrastructure" if category == "node_failure" else "scheduler", 60,
+                           node="node-01", source="app", role="candidate")
     xid = make_symptom("xid", "gpu_hardware", "infrastructure", 80, node="node-01", source="kernel", role="candidate")
     ctx = context(state, printed, xid)
     ctx.leaders = [printed]

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ...bundle import NodeFacts
 from ...model import SOURCE_APP, Symptom
 from ...nvidia.assess import assess_xid
 from ...nvidia.parse import XidEvent, normalise_pci
@@ -419,6 +420,46 @@ NVML_MISMATCH = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
                         "the node's NVIDIA kernel module and driver libraries differ: the driver was updated "
                         "without a reload or reboot")
 NO_DRIVER = Verdict("candidate", "gpu_hardware", "infrastructure", 50, "the NVIDIA driver is not loaded on the node")
+# nvidia-smi's line after its mismatch report: the version of the NVML library it loaded
+_NVML_LIBRARY_VERSION = re.compile(r"NVML library version: (\d[\w.-]{0,40})")
+
+
+def _libraries_not_the_nodes(facts: Optional[NodeFacts], client_version: Optional[str]) -> bool:
+    """Whether a driver version mismatch was the job's environment's: the node's own nvidia-smi listed its GPUs after
+    the job (its facts), so the node's libraries match its module, and the version the job's side reported (where
+    known) is not the module's. A node whose nvidia-smi failed too, or a job that used the module's own version
+    (the node changed after the job), says nothing of the sort."""
+    if facts is None or not facts.gpus:
+        return False
+    return client_version is None or facts.driver_version is None or client_version != facts.driver_version
+
+
+def _job_libraries(sym: Symptom) -> None:
+    """The mismatch is the job's environment's (a container image that ships libnvidia-ml or libnvidia-compute, an
+    LD_LIBRARY_PATH), not the node's."""
+    apply_verdict(sym, JOB_NVML_MISMATCH)
+    sym.actions = ("run the job's container without NVIDIA driver libraries of its own (let the container runtime "
+                   "mount the node's: nvidia-container-toolkit, enroot's or Apptainer's --nv) and check "
+                   "LD_LIBRARY_PATH for another driver's libnvidia-ml",)
+
+
+@decoder("nvidia_api_mismatch")
+def decode_api_mismatch(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The kernel module refused a client of another version: the node's driver, unless the node's own nvidia-smi
+    worked after the job and the client's version is not the module's (the job brought its own libraries)."""
+    client = sym.fields.get("client_version")
+    if client is None:
+        found = _CLIENT_VERSION.search(" ".join([extra["text"], *line.iter_following(2)]))
+        client = found.group(1) if found else None
+    if _libraries_not_the_nodes(ctx.bundle.facts_for(sym.node), str(client) if client is not None else None):
+        _job_libraries(sym)
+    return True
+
+
+# the newer wording's version, on the line after the client's name ('NVRM: has the version 570.86, but ...')
+_CLIENT_VERSION = re.compile(r"has the version (\d[\w-]{0,15}(?:\.\d[\w-]{0,15}){0,4}), but")
+
+
 JOB_NVML_MISMATCH = Verdict("candidate", "application", "workload", 45,
                             "the job's NVML library is not the node's driver's, and the node's own nvidia-smi worked "
                             "after the job: the job's environment brought other driver libraries (a container image)")
@@ -472,14 +513,9 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
     from_job = bool(sym.evidence) and sym.evidence[0].source == SOURCE_APP
-    if verdict is NVML_MISMATCH and from_job and facts is not None and facts.gpus:
-        # the node's own nvidia-smi listed its GPUs after the job (its facts): the node's libraries match its loaded
-        # module, so the libraries the job loaded were another's (a container image that ships libnvidia-ml or
-        # libnvidia-compute, an LD_LIBRARY_PATH): the job's environment, not the node
-        apply_verdict(sym, JOB_NVML_MISMATCH)
-        sym.actions = ("run the job's container without NVIDIA driver libraries of its own (let the container runtime "
-                       "mount the node's: nvidia-container-toolkit, enroot's or Apptainer's --nv) and check "
-                       "LD_LIBRARY_PATH for another driver's libnvidia-ml",)
+    printed = next((m.group(1) for m in map(_NVML_LIBRARY_VERSION.search, line.iter_following(2)) if m), None)
+    if verdict is NVML_MISMATCH and from_job and _libraries_not_the_nodes(facts, printed):
+        _job_libraries(sym)
         return True
     if sym.gpu and from_job and facts is not None and facts.gpus \
             and all(pci != sym.gpu for pci, _, _ in facts.gpus):
