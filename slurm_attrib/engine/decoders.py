@@ -24,6 +24,7 @@ from ..nvidia.parse import (
     parse_xid,
 )
 from ..scan import Line
+from ..timestamps import TimeContext, parse_line_time
 from .context import EngineContext
 from .nodes import job_node, match_node
 from .ranks import after_log_prefix, split_rank, stream_key
@@ -767,20 +768,15 @@ _AER_RECOVERY = re.compile(r"(?i)\bdevice recovery (?P<outcome>failed|successful
 _AER_NEXT_ERROR = re.compile(r"PCIe Bus Error: |error (?:message )?received")
 
 
-# a syslog line's host and tag before the kernel's message ('Jan 26 01:07:55 gpu-n02 kernel: '), and any program's tag
-_KERNEL_TAG = re.compile(r"(?:^|\s)(?P<host>\S{1,255}) kernel: ")
-_PROGRAM_TAG = re.compile(r"\s[^\s:\[\]]{1,64}(?:\[\d{1,10}\])?: ")
-
-
 def _same_writer(report: str, text: str) -> bool:
-    """Whether ``text`` was written as the AER report was: in a syslog file, the kernel's line of the same host (a
-    program's line, 'alice[42]: ... device recovery failed', or another host's in a central file is not); in a
-    dmesg capture, a line without a program's tag."""
-    tag = _KERNEL_TAG.search(report)
-    if tag is not None:
-        other = _KERNEL_TAG.search(text)
-        return other is not None and other["host"] == tag["host"]
-    return _PROGRAM_TAG.search(text[:80]) is None
+    """Whether ``text`` was written as the AER report was, by the host and tag the stamp parser reads in front of
+    each: in a syslog file the kernel's line of the same host (a program's line, 'alice[42]: ... device recovery
+    failed', or another host's in a central file is not); in a dmesg capture, a line without a host or tag."""
+    mine, other = parse_line_time(report, _HEADER_ONLY), parse_line_time(text, _HEADER_ONLY)
+    return (other.tag, other.host) == (mine.tag, mine.host)
+
+
+_HEADER_ONLY = TimeContext()  # _same_writer compares hosts and tags, never the times
 
 
 def _aer_recovery(line: Line) -> str:

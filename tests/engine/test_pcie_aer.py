@@ -42,3 +42,15 @@ def _aer(engine: Engine, tmp_path: Path, after: str) -> tuple[str, int]:
 def test_the_kernels_recovery_outcome_weighs_a_non_fatal_error(engine: Engine, tmp_path: Path, after: str,
                                                                 expected: tuple[str, int]) -> None:
     assert _aer(engine, tmp_path, after) == expected
+
+
+def test_a_dmesg_capture_reads_the_recovery_outcome(engine: Engine, tmp_path: Path) -> None:
+    """In dmesg's own format no line carries a host or tag: the outcome line after the report is the kernel's too."""
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "job.yaml").write_text(JOB.replace('start: "2025-01-26T00:30:00Z"\nend: "2025-01-26T01:18:30Z"\n', ""))
+    (tmp_path / "syslog" / "node-01.log").write_text(
+        "[ 3610.101022] nvidia 0000:63:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
+        "type=Transaction Layer, (Requester ID)\n"
+        "[ 3610.101984] pcieport 0000:00:01.2: AER: device recovery failed\n")
+    found = [s for s in engine.run(tmp_path).symptoms if s.rule_id == "kernel.pcie_aer"]
+    assert [(s.fields.get("recovery"), s.strength) for s in found] == [("failed", 70)]
