@@ -111,13 +111,13 @@ def xid_chain(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     xids = [s for s in ctx.symptoms if s.kind == "xid"]
     after_process = {int(k): {int(c) for c in v} for k, v in (rule_.params.get("after_same_process") or {}).items()}
+    window = float(rule_.params.get("same_process_window_s", 60))
+    lines = int(rule_.params.get("same_process_lines", 20))
     for sym in xids:
         wanted = sym.fields.get("caused_by_xid")
         code = sym.fields.get("code")
         if isinstance(code, int) and code in after_process and sym.fields.get("pid") is not None and wanted is None:
-            window = float(rule_.params.get("same_process_window_s", 60))
-            cause = _same_process_fault(xids, sym, after_process[code], window,
-                                        int(rule_.params.get("same_process_lines", 20)))
+            cause = _same_process_fault(xids, sym, after_process[code], window, lines)
         elif code != 154 and wanted is None:
             continue
         else:

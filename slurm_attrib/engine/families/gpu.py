@@ -424,6 +424,11 @@ NO_DRIVER = Verdict("candidate", "gpu_hardware", "infrastructure", 50, "the NVID
 _NVML_LIBRARY_VERSION = re.compile(r"NVML library version: (\d[\w.-]{0,40})")
 
 
+def _printed_library_version(line: Line) -> Optional[str]:
+    """The NVML library version nvidia-smi printed after its mismatch report, if it did."""
+    return next((m.group(1) for m in map(_NVML_LIBRARY_VERSION.search, line.iter_following(2)) if m), None)
+
+
 def _libraries_not_the_nodes(facts: Optional[NodeFacts], client_version: Optional[str]) -> bool:
     """Whether a driver version mismatch was the job's environment's: the node's own nvidia-smi listed its GPUs after
     the job (its facts), so the node's libraries match its module, and the version the job's side reported (where
@@ -513,8 +518,7 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
     from_job = bool(sym.evidence) and sym.evidence[0].source == SOURCE_APP
-    printed = next((m.group(1) for m in map(_NVML_LIBRARY_VERSION.search, line.iter_following(2)) if m), None)
-    if verdict is NVML_MISMATCH and from_job and _libraries_not_the_nodes(facts, printed):
+    if verdict is NVML_MISMATCH and from_job and _libraries_not_the_nodes(facts, _printed_library_version(line)):
         _job_libraries(sym)
         return True
     if sym.gpu and from_job and facts is not None and facts.gpus \
