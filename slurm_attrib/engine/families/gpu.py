@@ -293,9 +293,26 @@ def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
         return False
     if "cuInit" in extra["text"] and sym.fields.get("cuda_error") in _CALL_ERRORS:
         sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
+    elif sym.category == FABRIC.category and sym.fields.get("cuda_error") == "cudaErrorSystemNotReady" \
+            and any(map(_SYMMETRIC_MEMORY.search, line.preceding(_SYMMETRIC_MEMORY_LINES))):
+        apply_verdict(sym, SYMMETRIC_MEMORY_802)
     sym.summary = f"{sym.fields['cuda_error']} on rank {'?' if sym.rank is None else sym.rank}: " \
                   f"{str(sym.fields.get('error') or sym.fields.get('name') or '').strip()}"[:300]
     return True
+
+
+# A rendezvous of PyTorch's symmetric memory (torch.distributed._symmetric_memory; vLLM's and SGLang's all-reduce
+# over it) maps CUDA multicast objects: an 802 raised there, by a process that had used its GPUs until then (a
+# Fabric Manager that was not up fails cuInit itself), is the multicast part of the fabric (IMEX, an NVLink
+# partition without multicast) or the job asking for a feature this platform does not give; the frames just above
+# the error say where it was raised.
+_SYMMETRIC_MEMORY = re.compile(r"_symmetric_memory|[Ss]ymm_?[Mm]em|SymmetricMemory|cuMulticast")
+_SYMMETRIC_MEMORY_LINES = 12
+SYMMETRIC_MEMORY_802 = Verdict("candidate", "unknown", "unknown", 50,
+                               "802 during a symmetric-memory rendezvous (CUDA multicast objects): the fabric's "
+                               "multicast (IMEX, Fabric Manager partition) or a feature the job asked of a platform "
+                               "that lacks it; turning the symmetric-memory all-reduce off avoids it",
+                               readings=("nvlink", "application"))
 
 
 # --- a SYCL runtime's word for its backend's error ------------------------------------------------
