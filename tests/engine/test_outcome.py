@@ -190,7 +190,8 @@ def test_an_unplaced_kind_blames_no_node_of_a_node_fail_job() -> None:
 
 @pytest.mark.parametrize(("state", "kind", "category"), [("FAILED", "slurm_config_mismatch", "node_failure"),
                                                          ("NODE_FAIL", "slurm_config_mismatch", "node_failure"),
-                                                         ("FAILED", "platform_preempted", "preempted")])
+                                                         ("FAILED", "platform_preempted", "preempted"),
+                                                         ("FAILED", "task_prolog_failure", "node_failure")])
 def test_a_printed_root_does_not_clear_a_kernel_fault(state: str, kind: str, category: str) -> None:
     """A root of a kind the job's output alone says (params.printable_kinds: a user can print it) yields to a fault
     the node's kernel logged."""
