@@ -44,13 +44,14 @@ class _StatePolicy:
     evidence_kinds: dict[str, str]
     hangs: dict[str, tuple[str, ...]]  # state -> kinds of a leading fault that make a job hang into it
     between_nodes: tuple[str, ...]  # kinds that hang only a job whose ranks talk between nodes
+    hung_reports: dict[str, tuple[str, ...]]  # state -> kinds of a rank's report that the job hung before it
 
     @classmethod
     def of(cls, rule_: Rule) -> _StatePolicy:
         return cls(outcomes=record_map(rule_, "state_outcomes", ("category", "responsible")),
                    memory_kill_states=str_list(rule_, "memory_kill_states"),
                    evidence_kinds=str_map(rule_, "evidence_kinds"), hangs=list_map(rule_, "hangs"),
-                   between_nodes=str_list(rule_, "hangs_between_nodes"))
+                   between_nodes=str_list(rule_, "hangs_between_nodes"), hung_reports=list_map(rule_, "hung_reports"))
 
     def hung_on(self, state: str, leader: Symptom, nodes: int) -> bool:
         """Whether the leading fault makes a job in ``state`` one that hung on it."""
@@ -96,6 +97,14 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         # a job that hung on a file server that never came back ran into its time limit because of it
         ctx.outcome.annotations.append(f"the job then ended as {state}: it hung on the fault above")
         return 0
+    hung = _hung_report(ctx, policy.hung_reports.get(state, ()))
+    if hung is not None and (leader is None or leader.role == "cascade") and _state_evidence(
+            ctx, policy.evidence_kinds.get(state) or policy.evidence_kinds.get(category)) is None:
+        # a job whose ranks said a collective never completed, then cancelled by hand with no word of Slurm's on
+        # why: it was cancelled because it hung, and what hung it is not in the evidence
+        ctx.outcome.annotations.append(f"the job hung ({_describe(hung)}) and was then cancelled: the cancel is "
+                                       "its consequence, not its cause")
+        return 0
     if state == "NODE_FAIL" and leader is not None and _program_side(ctx, leader):
         # the program's own error before Slurm lost a node: the job may have died of either, the node's loss
         # is not blamed on the strength of the state alone
@@ -118,6 +127,11 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
     return _decide(ctx, rule_, status="attributed", category=category, responsible=responsible, root=root,
                    culprit_nodes=culprits, summary=summary)
+
+
+def _hung_report(ctx: EngineContext, kinds: tuple[str, ...]) -> Optional[Symptom]:
+    """The first of the ranks' reports, kept by the filters, that a collective never completed."""
+    return next((s for s in ctx.symptoms if s.kind in kinds and s.dropped is None), None) if kinds else None
 
 
 # slurmstepd's and srun's words that Slurm itself ended the job (req.c: CANCELLED AT <t> [DUE TO ...])

@@ -205,3 +205,21 @@ def test_a_printed_root_does_not_clear_a_kernel_fault(state: str, kind: str, cat
     else:
         scheduler_state(ctx, shipped("final.scheduler_state"))
     assert ctx.outcome.culprit_nodes == ["node-01"]
+
+
+def test_a_job_cancelled_after_it_hung_is_not_the_cancel() -> None:
+    """A rank's report that a collective never completed (params.hung_reports), then a cancel by hand with no line
+    of Slurm's on why: the cancel is the hang's consequence, the state decides nothing; Slurm's own cancel line
+    keeps the cancel, and so does a job with no such report."""
+    stall = make_symptom("collective_stall", source="app", role="cascade")
+    ctx = context("CANCELLED", stall)
+    assert scheduler_state(ctx, shipped("final.scheduler_state")) == 0
+    assert not ctx.outcome.decided_by
+    assert any("hung" in note and "cancelled" in note for note in ctx.outcome.annotations)
+    said = make_symptom("slurm_cancelled", "cancelled", "workload", 50, source="app", role="candidate")
+    ctx = context("CANCELLED", stall, said)
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.category == "cancelled"
+    ctx = context("CANCELLED", make_symptom("srun_task_exit", source="app", role="cascade"))
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.category == "cancelled"
