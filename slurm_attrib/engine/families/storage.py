@@ -74,6 +74,48 @@ def decode_dataloader_signal(ctx: EngineContext, sym: Symptom, line: Line, extra
     return True
 
 
+# NCCL's shared-memory segment: the errno that failed it, on its own line since 2.19 (', error: <text> (N)') and
+# before that on the WARN just above from the same process and thread ('host:pid:tid [0] include/shm.h:27 NCCL
+# WARN Call to shm_open failed : Permission denied')
+_SHM_SEGMENT = "Error while creating shared memory segment"
+_SHM_CALL = re.compile(r"Call to (?:shm_open|posix_fallocate|ftruncate|mmap|fallocate) failed ?: ([^\n]{1,120})")
+_SHM_REFUSED = ("Permission denied", "Operation not permitted")
+_NCCL_THREAD = re.compile(r"(\S{1,200}:\d{1,9}:\d{1,9}) \[")
+
+
+@decoder("shm_errno")
+def decode_shm_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """NCCL failing to create its /dev/shm segment is /dev/shm full only when its errno says so (or says nothing):
+    a segment the node's /dev/shm refuses (EACCES, EPERM: its mode, a mount without the sticky world-writable
+    bit) is the node's setup; any other errno is no exhaustion and decides nothing."""
+    text = extra["text"]
+    if _SHM_SEGMENT not in text:
+        return True
+    why = text.split(", error: ", 1)[1] if ", error: " in text else _errno_above(line, text)
+    if why is None or why.startswith("No space left on device"):
+        return True
+    if why.startswith(_SHM_REFUSED):
+        sym.category, sym.responsible, sym.strength = "node_failure", "infrastructure", 50
+        sym.summary = f"the node's /dev/shm refused NCCL's shared-memory segment: {why.strip()}"[:300]
+        sym.actions = ("give /dev/shm on the node mode 1777 (a tmpfs mounted world-writable with the sticky bit) and "
+                       "check what changed it (a prolog, a container runtime's mount)",)
+    else:
+        sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
+    sym.fields["errno_text"] = why.strip()[:120]
+    return True
+
+
+def _errno_above(line: Line, text: str) -> Optional[str]:
+    """The errno of older NCCL's 'Call to <syscall> failed : <text>' just above, from the same process and thread."""
+    thread = _NCCL_THREAD.search(text)
+    if thread is None:
+        return None
+    for before in line.preceding(4):
+        if thread.group(1) in before and (call := _SHM_CALL.search(before)):
+            return call.group(1)
+    return None
+
+
 @decoder("nfs_recovered")
 def decode_nfs_recovered(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """'nfs: server X not responding' with 'nfs: server X OK' after it in the same block of the log: the
