@@ -127,11 +127,14 @@ def decode_execve(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     return True
 
 
-# pyxis/enroot failing on the job's own image: a name, registry or credentials the job gave
+# pyxis/enroot failing on the job's own image: a name, registry or credentials the job gave; an image enroot's hooks
+# cannot run ldconfig in (enroot's hooks.d: 'Failed to refresh the dynamic linker cache', a musl image such as
+# Alpine's, or one built for the other architecture)
 _IMAGE_ERRORS = re.compile(r"(?i)manifest unknown|unauthorized|authentication required|"
                            r"invalid image|no such image|pull access denied|image .{0,80} not found|"
                            r"requested access to the resource is denied|invalid reference format|"
-                           r"enroot-switchroot: failed to execute|doesn't exist in container")
+                           r"enroot-switchroot: failed to execute|doesn't exist in container|"
+                           r"Failed to refresh the dynamic linker cache")
 # pyxis's generic word for any import failure (pyxis_slurmstepd.c), and a line of the enroot log it prints after
 # 'printing enroot log file:', indented under its prefix
 _IMPORT_FAILED = "failed to import docker image"
