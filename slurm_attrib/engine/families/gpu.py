@@ -296,6 +296,8 @@ def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     elif sym.category == FABRIC.category and sym.fields.get("cuda_error") == "cudaErrorSystemNotReady" \
             and any(map(_SYMMETRIC_MEMORY.search, line.preceding(_SYMMETRIC_MEMORY_LINES))):
         apply_verdict(sym, SYMMETRIC_MEMORY_802)
+    else:
+        fabric_memory_call(ctx, sym, extra["text"])
     sym.summary = f"{sym.fields['cuda_error']} on rank {'?' if sym.rank is None else sym.rank}: " \
                   f"{str(sym.fields.get('error') or sym.fields.get('name') or '').strip()}"[:300]
     return True
@@ -313,6 +315,27 @@ SYMMETRIC_MEMORY_802 = Verdict("candidate", "unknown", "unknown", 50,
                                "multicast (IMEX, Fabric Manager partition) or a feature the job asked of a platform "
                                "that lacks it; turning the symmetric-memory all-reduce off avoids it",
                                readings=("nvlink", "application"))
+
+
+# CUDA's fabric memory (VMM allocations with a fabric handle, multicast objects) is mapped across the nodes of a
+# multi-node NVLink domain through the IMEX daemons and the NVLink fabric: a call of it refused across nodes ('invalid
+# argument' from cuMemSetAccess, 'invalid resource handle' from cuMemImportFromShareableHandle) is the domain's setup
+# (IMEX channels, an NVLink partition) as often as the program's handles and flags; a one-node job's is the program's
+_FABRIC_MEMORY_CALL = re.compile(r"\bcu(?:MemSetAccess|MemImportFromShareableHandle|MemExportToShareableHandle|"
+                                 r"MemCreate|MemMap|Multicast[A-Z]\w{0,40})\b")
+_ACROSS_NODES = re.compile(r"(?i)multi-?node|fabric|imex")
+FABRIC_MEMORY = Verdict("candidate", "unknown", "unknown", 45,
+                        "a fabric-memory call (CUDA VMM across the nodes of an NVLink domain) was refused: the "
+                        "domain's IMEX daemons and channels or NVLink partition, or the program's handles and flags",
+                        readings=("nvlink", "application"))
+
+
+def fabric_memory_call(ctx: EngineContext, sym: Symptom, text: str) -> None:
+    """A call error (invalid value or handle, not permitted or supported) of a fabric-memory call in a job across
+    nodes, or one the line says is across nodes: both readings, no node (see FABRIC_MEMORY)."""
+    if sym.fields.get("cuda_error") in _CALL_ERRORS and _FABRIC_MEMORY_CALL.search(text) \
+            and (len(ctx.job.nodes) > 1 or _ACROSS_NODES.search(text)):
+        apply_verdict(sym, FABRIC_MEMORY)
 
 
 # --- a SYCL runtime's word for its backend's error ------------------------------------------------
