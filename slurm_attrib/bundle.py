@@ -139,11 +139,14 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
 
 
 # Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
-# The first three hold only what the kernel wrote; a mixed syslog file (/var/log/messages, /var/log/syslog)
-# also holds what any local program sends to syslog, so its kernel-tagged lines are unverified; so does a
-# log `watch` read from a log shipper or a file named in an inventory (`shipped`): nothing says who wrote it.
+# The journal's kernel transport (`journalctl -k`) and the ring buffer hold only what the kernel (or root, through
+# /dev/kmsg) wrote. A syslog file holds what syslog was sent: a mixed one (/var/log/messages, /var/log/syslog) any
+# local program's lines, and even a kern-facility file (kern.log) a program's that wrote its own priority to
+# /dev/log ('<3>kernel: NVRM: Xid ...': rsyslog's imuxsock takes the facility as sent; only logger(1) and glibc's
+# syslog() refuse LOG_KERN), so their kernel-looking lines are unverified; so are those of a log `watch` read from
+# a log shipper or a file named in an inventory (`shipped`): nothing says who wrote them.
 KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file", "shipped")
-TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "kern-file")
+TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg")
 
 
 def shipped_kernel_record(node: str) -> dict[str, Any]:

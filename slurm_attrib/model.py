@@ -150,7 +150,7 @@ class JobFacts:
         }
 
 
-TRUST_KERNEL = "kernel"  # a line only the kernel can have written (journald's kernel transport, kern.log, dmesg)
+TRUST_KERNEL = "kernel"  # a line only the kernel can have written (the journal's kernel transport, dmesg)
 TRUST_UNVERIFIED = "unverified"  # reads like the kernel's, but a local program could have written it
 # Evidence that may drain a node: kernel lines only the kernel wrote, and what the collector's GPU tools
 # measured (metrics/). Application logs are the user's; diag/ holds tool output someone pasted.

@@ -366,7 +366,7 @@ class KernelLines:
         tag = stamp.tag
         if programs and tag is not None and tag.split("[", 1)[0] in programs:
             return None if self._host_refused(line, stamp) else TRUST_UNVERIFIED
-        if stamp.facility not in (None, 0):  # a program's, whatever its tag says: no program writes facility kern
+        if stamp.facility not in (None, 0):  # a program's, whatever its tag says: the kernel writes facility 0 only
             self._refuse(f"written with syslog facility {stamp.facility}, not the kernel's (0)", line)
             return None
         verified = self.trusted_file

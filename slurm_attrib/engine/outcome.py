@@ -301,9 +301,9 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
             # the fault may be the kernel's or a user's forgery: the evidence does not decide, and names nobody
             return _decide(ctx, rule_, status="ambiguous", category=root.category, responsible=root.responsible,
                            candidates=[root], culprit_nodes=[], summary=f"{_describe(root)}, if the kernel wrote it",
-                           annotations=[*notes, f"only lines of {root.node}'s mixed syslog file, which any local "
-                                        "program can write (`logger -t kernel`), say so, and nothing the kernel alone "
-                                        "writes confirms it: the node is not named"])
+                           annotations=[*notes, f"only lines of {root.node}'s syslog file or shipped log, which any "
+                                        "local program can write (`logger -t kernel`, a raw write to /dev/log), say "
+                                        "so, and nothing the kernel alone writes confirms it: the node is not named"])
         return _decide(ctx, rule_, status="attributed", category=root.category, responsible=root.responsible,
                        root=root, culprit_nodes=culprits, summary=_describe(root), annotations=notes)
     return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
@@ -371,12 +371,17 @@ def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
 
 
 def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
-    """A node fault that rests only on lines of the node's mixed syslog file (the collector found no kernel-only
-    source: journald, the ring buffer, kern.log), where a local user's ``logger -t kernel "NVRM: Xid ..."`` reads
-    like the kernel's own, with no line of a trusted source, no GPU snapshot and no diagnostic of that node
-    showing a fault of the same category that is itself a candidate, on the same GPU where both name one (a
-    pending remap from correctable errors on another GPU confirms nothing)."""
+    """A node fault that rests only on lines of the node's syslog file or shipped log (the collector found no
+    kernel-only source: the journal's kernel transport, the ring buffer), where a local user's ``logger -t kernel
+    "NVRM: Xid ..."`` (or a raw '<3>' write to /dev/log, which lands in kern.log) reads like the kernel's own, with
+    no line of a trusted source, no GPU snapshot and no diagnostic of that node showing a fault of the same
+    category that is itself a candidate, on the same GPU where both name one (a pending remap from correctable
+    errors on another GPU confirms nothing). A node whose own bundle never arrived (it went down before its Epilog:
+    the finalizer's record, not a line anyone printed) failed by more than anyone's words: that confirms a fault
+    there."""
     if not root.node or ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS:
+        return False
+    if (root.node, "missing") in ctx.job.node_bundles:
         return False
     if not any(e.source != SOURCE_APP for e in root.evidence) or any(
             e.source != SOURCE_APP and e.trust != TRUST_UNVERIFIED for e in root.evidence):
@@ -387,9 +392,9 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
         for e in s.evidence) for s in ctx.symptoms if s.dropped is None)
 
 
-# kernel logs a local program can write into: a mixed syslog file, and a record that predates origins (its
-# collector may have read one)
-_USER_WRITABLE_ORIGINS = ("mixed-file", "unrecorded")
+# kernel logs a local program can write into: a syslog file (kern.log too: a raw write to /dev/log chooses its own
+# facility), a shipper's record, and a record that predates origins (its collector may have read one)
+_USER_WRITABLE_ORIGINS = ("kern-file", "mixed-file", "shipped", "unrecorded")
 
 
 def _blamed(owner: Rule, root: Symptom) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Optional
 
-from ..model import SOURCE_APP, Symptom
+from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
@@ -303,6 +303,29 @@ def _strongest_first(symptoms: list[Symptom]) -> list[Symptom]:
     return sorted(symptoms, key=lambda s: (-s.strength, *Symptom.sort_key(s)))
 
 
+def _forgeable(sym: Symptom) -> bool:
+    """A claim that rests only on kernel-looking lines any local program can have written (a syslog file, a shipped
+    log: trust ``unverified``), with no GPU snapshot or diagnostic behind it."""
+    kernel = [e for e in sym.evidence if e.source == SOURCE_KERNEL]
+    return bool(kernel) and all(e.trust == TRUST_UNVERIFIED for e in kernel) \
+        and all(e.source in (SOURCE_KERNEL, SOURCE_APP) for e in sym.evidence)
+
+
+def _kernel_written_first(candidates: list[Symptom]) -> list[Symptom]:
+    """Where one candidate rests on a line only the kernel writes (the journal's kernel transport, the ring buffer),
+    those that rest only on lines a program can forge do not compete for the lead: a forged Xid stamped before a real
+    fault must neither lead the verdict nor make it ambiguous."""
+    if len(candidates) < 2 or not any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
+                                      for s in candidates for e in s.evidence):
+        return candidates
+    kept = [s for s in candidates if not _forgeable(s)]
+    for sym in candidates:
+        if sym not in kept:
+            sym.notes.append("rests only on lines any local program can write, beside a fault only the kernel writes: "
+                             "it does not compete for the lead")
+    return kept or candidates
+
+
 @rule("refine.select_root")
 def select_root(ctx: EngineContext, rule_: Rule) -> int:
     """Choose the leading root candidates.
@@ -314,7 +337,7 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     independent physical faults on other nodes within the decision window, and unplaced candidates
     (:func:`_unplaced`) stay as co-leaders (the verdict is then ambiguous).
     """
-    candidates = [s for s in ctx.active() if s.role == "candidate" and s.supports is None]
+    candidates = _kernel_written_first([s for s in ctx.active() if s.role == "candidate" and s.supports is None])
     if not candidates:
         return 0
     timed = sorted((s for s in candidates if s.time is not None), key=Symptom.sort_key)

@@ -77,6 +77,29 @@ def test_a_kernel_tagged_line_from_a_mixed_file_explains_but_is_unverified(tmp_p
     assert legacy["candidates"][0]["evidence"][0]["trust"] == "unverified" and legacy["culprit_nodes"] == []
 
 
+@pytest.mark.parametrize("origin", ["kern-file", "shipped"])
+def test_kern_log_and_shipped_lines_are_unverified(tmp_path: Path, origin: str) -> None:
+    """A raw write to /dev/log chooses its own facility ('<3>kernel: NVRM: Xid ...': rsyslog's imuxsock keeps it), so
+    kern.log holds what a user sent as well as the kernel's lines; a shipper's record says nothing of its writer
+    either. Before, a forged Xid in kern.log made `attributed gpu_hardware node-01`."""
+    line = f"Nov 20 10:30:00 node-01 kernel: {XID79}\n"
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": line}, {"node-01": origin}))
+    assert diag["status"] == "ambiguous" and diag["culprit_nodes"] == []
+    assert diag["candidates"][0]["evidence"][0]["trust"] == "unverified"
+
+
+def test_a_fault_only_the_kernel_writes_outranks_a_forgeable_one(tmp_path: Path) -> None:
+    """A forged Xid 79 in node-01's kern.log beside a real Xid 48 in node-02's journal: the journal's line, which only
+    the kernel writes, decides; the stronger forgeable one neither wins nor makes the verdict ambiguous."""
+    xid48 = "NVRM: Xid (PCI:0000:3b:00): 48, pid=1911, name=python, An uncorrectable double bit error (DBE) has been " \
+            "detected on GPU in the framebuffer at partition 0, subpartition 0."
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": f"Nov 20 10:30:00 node-01 kernel: {XID79}\n",
+                                        "node-02.log": f"Nov 20 10:30:05 node-02 kernel: {xid48}\n"},
+                             {"node-01": "kern-file", "node-02": "journald"}))
+    assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-02"]
+    assert diag["root_cause"]["evidence"][0]["trust"] == "kernel"
+
+
 @pytest.mark.parametrize("line", [f"Nov 20 10:30:00 node-02 kernel: {XID79}",
                                   f"node-02: [Fri Nov 20 10:30:00 2026] {XID79}"])  # pdsh's prefix
 def test_a_line_naming_another_node_is_not_evidence_about_this_one(tmp_path: Path, line: str) -> None:
@@ -101,11 +124,11 @@ def test_a_central_syslog_file_gives_each_line_the_node_its_host_names(tmp_path:
 
 def test_a_tagless_kernel_message_still_counts_but_unverified(tmp_path: Path) -> None:
     """A forwarder that drops the `kernel:` tag (`node-01 NVRM: Xid ...`): the text is the kernel's, but
-    `logger -t NVRM` writes the same bytes, so it is unverified."""
+    `logger -t NVRM` writes the same bytes, so it is unverified: it explains the failure, naming no node."""
     line = f"Nov 20 10:30:00 node-01 {XID79}\n"
     diag = _diagnose(_bundle(tmp_path / "shipped", {"node-01.log": line}, {"node-01": "shipped"}))
-    assert diag["status"] == "attributed" and diag["culprit_nodes"] == ["node-01"]
-    assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert diag["status"] == "ambiguous" and diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == []
+    assert diag["candidates"][0]["evidence"][0]["trust"] == "unverified"
 
 
 def test_a_program_write_to_dev_kmsg_is_not_the_kernels(tmp_path: Path) -> None:
