@@ -506,7 +506,7 @@ def decode_cuda(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         nvml = gpu_family.nvml_verdict(extra["text"])
         gpu_family.apply_verdict(sym, nvml or gpu_family.ENVIRONMENT)
     else:
-        gpu_family.fabric_memory_call(ctx, sym, extra["text"])
+        gpu_family.fabric_memory_call(ctx, sym, extra["text"], line)
     if "watchdog" in extra["text"].lower():
         sym.fields["via"] = "watchdog"
     return True

@@ -130,8 +130,14 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
 
 
 def _hung_report(ctx: EngineContext, kinds: tuple[str, ...]) -> Optional[Symptom]:
-    """The first of the ranks' reports, kept by the filters, that a collective never completed."""
-    return next((s for s in ctx.symptoms if s.kind in kinds and s.dropped is None), None) if kinds else None
+    """The first of the ranks' reports, kept by the filters, that a collective never completed, stamped (where it
+    and the job's end are known) before the cancel: one in the last moments is the cancel's consequence."""
+    if not kinds:
+        return None
+    end = ctx.job.end
+    latest = end - ctx.tolerance(ctx.settings.skew_s) if end is not None else None
+    return next((s for s in ctx.symptoms if s.kind in kinds and s.dropped is None
+                 and (latest is None or s.time is None or s.time < latest)), None)
 
 
 # slurmstepd's and srun's words that Slurm itself ended the job (req.c: CANCELLED AT <t> [DUE TO ...])

@@ -472,17 +472,20 @@ def _own_code_errors(ctx: EngineContext, leader: Symptom, timed: list[Symptom], 
 
 def _fault_just_after(ctx: EngineContext, leader: Symptom, timed: list[Symptom],
                       leaders: list[Symptom]) -> list[Symptom]:
-    """A program error that leads by seconds over a fault that kills what runs there and could have caused it (an
-    illegal memory access, then the GPU falling off the bus on the same node 6 s later: the driver notices a dead
-    GPU after the kernel that ran on it failed): which came first is not decided by the logs' order, both lead."""
-    if leader.time is None or not ctx.causal.program_error(leader) or leader.fields.get("code_error"):
+    """A program error (or an error one of whose readings is the program's) that leads by seconds over a fault that
+    kills what runs there and could have caused it (an illegal memory access, then the GPU falling off the bus on the
+    same node 6 s later: the driver notices a dead GPU after the kernel that ran on it failed): which came first is
+    not decided by the logs' order, both lead. An error whose own line reads as either side (fields.readings: a
+    fabric-memory call refused across nodes) is joined by such a fault on any node of the job."""
+    maybe_program = ctx.causal.program_error(leader) or "application" in (leader.fields.get("readings") or ())
+    if leader.time is None or not maybe_program or leader.fields.get("code_error"):
         return []
     window = ctx.tolerance(ctx.causal.decision_window_s)
     for sym in timed:
         if sym in leaders or sym.time is None or sym.responsible != "infrastructure":
             continue
         if leader.time <= sym.time <= leader.time + window and ctx.causal.classes_of(sym) & _FATAL_CLASSES \
-                and ctx.causal.explains(sym, leader):
+                and (ctx.causal.explains(sym, leader) or bool(leader.fields.get("readings"))):
             return [sym]
     return []
 

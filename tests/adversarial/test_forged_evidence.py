@@ -220,3 +220,14 @@ def test_a_program_line_in_journalctl_short_monotonic_is_refused(tmp_path: Path)
     facts_job = dict(JOB, nodes=["node-01"])
     kept = _diagnose(_bundle(tmp_path / "real", {"node-01.log": real}, job=facts_job))
     assert any(e["source"] == "kernel" for e in kept["evidence"])
+
+
+def test_a_printed_fabric_memory_error_does_not_hide_a_peers_xid(tmp_path: Path) -> None:
+    """A fabric-memory call refused across nodes reads as the NVLink domain's or the program's; a user can print it.
+    Seconds before the GPU of the peer it maps fell off the bus (the journal's own line), it must not leave the Xid
+    out of the verdict."""
+    app = "2026-11-20T10:30:00 [rank3]: Failed: CUDA error in cuMemSetAccess: invalid argument\n"
+    diag = _diagnose(_bundle(tmp_path, {"node-02.log": f"Nov 20 10:30:05 node-02 kernel: {XID79}\n"},
+                             {"node-02": "journald"}, app=app))
+    named = {(c["category"], c.get("node")) for c in diag["candidates"]} if diag["status"] == "ambiguous" else set()
+    assert diag["culprit_nodes"] == ["node-02"] or ("gpu_hardware", "node-02") in named

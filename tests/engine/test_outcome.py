@@ -4,6 +4,7 @@ categories and who is responsible for each reading of an ambiguous line."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from slurm_attrib.errors import RuleError
 from slurm_attrib.model import JobFacts, Symptom
 from slurm_attrib.ruleset import Rule
 
-from .conftest import SHIPPED, make_context, make_symptom, shipped
+from .conftest import SHIPPED, T0, make_context, make_symptom, shipped
 
 
 def context(state: str, *symptoms: Symptom, rules: tuple[Rule, ...] = SHIPPED.rules,
@@ -191,7 +192,9 @@ def test_an_unplaced_kind_blames_no_node_of_a_node_fail_job() -> None:
 @pytest.mark.parametrize(("state", "kind", "category"), [("FAILED", "slurm_config_mismatch", "node_failure"),
                                                          ("NODE_FAIL", "slurm_config_mismatch", "node_failure"),
                                                          ("FAILED", "platform_preempted", "preempted"),
-                                                         ("FAILED", "task_prolog_failure", "node_failure")])
+                                                         ("FAILED", "task_prolog_failure", "node_failure"),
+                                                         ("FAILED", "shm_refused", "node_failure"),
+                                                         ("FAILED", "input_exhausted", "application")])
 def test_a_printed_root_does_not_clear_a_kernel_fault(state: str, kind: str, category: str) -> None:
     """A root of a kind the job's output alone says (params.printable_kinds: a user can print it) yields to a fault
     the node's kernel logged."""
@@ -223,3 +226,22 @@ def test_a_job_cancelled_after_it_hung_is_not_the_cancel() -> None:
     ctx = context("CANCELLED", make_symptom("srun_task_exit", source="app", role="cascade"))
     scheduler_state(ctx, shipped("final.scheduler_state"))
     assert ctx.outcome.category == "cancelled"
+
+
+def test_what_a_cancel_makes_ranks_print_is_no_hang() -> None:
+    """A closed socket is what the cancel makes the surviving ranks print, and a watchdog's report in the job's last
+    moments may be too: neither makes the cancel the consequence of a hang."""
+    closed = make_symptom("socket_error", source="app", role="cascade")
+    ctx = context("CANCELLED", closed)
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.category == "cancelled"
+    end = T0 + timedelta(hours=1)
+    job = JobFacts(job_id="7", nodes=("node-01", "node-02"), state="CANCELLED", exit_code="0:15",
+                   derived_exit_code="0:0", start=T0, end=end)
+    late = make_symptom("watchdog_timeout", source="app", role="cascade", time=end - timedelta(seconds=1))
+    ctx = make_context(job, late)
+    scheduler_state(ctx, shipped("final.scheduler_state"))
+    assert ctx.outcome.category == "cancelled"
+    early = make_symptom("watchdog_timeout", source="app", role="cascade", time=end - timedelta(minutes=20))
+    ctx = make_context(job, early)
+    assert scheduler_state(ctx, shipped("final.scheduler_state")) == 0 and not ctx.outcome.decided_by

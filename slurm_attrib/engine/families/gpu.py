@@ -293,11 +293,8 @@ def decode_cuda_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
         return False
     if "cuInit" in extra["text"] and sym.fields.get("cuda_error") in _CALL_ERRORS:
         sym.role, sym.category, sym.responsible, sym.strength = "context", "unknown", "unknown", 0
-    elif sym.category == FABRIC.category and sym.fields.get("cuda_error") == "cudaErrorSystemNotReady" \
-            and any(map(_SYMMETRIC_MEMORY.search, line.preceding(_SYMMETRIC_MEMORY_LINES))):
-        apply_verdict(sym, SYMMETRIC_MEMORY_802)
     else:
-        fabric_memory_call(ctx, sym, extra["text"])
+        fabric_memory_call(ctx, sym, extra["text"], line)
     sym.summary = f"{sym.fields['cuda_error']} on rank {'?' if sym.rank is None else sym.rank}: " \
                   f"{str(sym.fields.get('error') or sym.fields.get('name') or '').strip()}"[:300]
     return True
@@ -330,12 +327,17 @@ FABRIC_MEMORY = Verdict("candidate", "unknown", "unknown", 45,
                         readings=("nvlink", "application"))
 
 
-def fabric_memory_call(ctx: EngineContext, sym: Symptom, text: str) -> None:
+def fabric_memory_call(ctx: EngineContext, sym: Symptom, text: str, line: Line) -> None:
     """A call error (invalid value or handle, not permitted or supported) of a fabric-memory call in a job across
-    nodes, or one the line says is across nodes: both readings, no node (see FABRIC_MEMORY)."""
-    if sym.fields.get("cuda_error") in _CALL_ERRORS and _FABRIC_MEMORY_CALL.search(text) \
+    nodes, or one the line says is across nodes: both readings, no node (see FABRIC_MEMORY); an 802 raised in a
+    symmetric-memory rendezvous: both readings too (see SYMMETRIC_MEMORY_802)."""
+    error = sym.fields.get("cuda_error")
+    if error in _CALL_ERRORS and _FABRIC_MEMORY_CALL.search(text) \
             and (len(ctx.job.nodes) > 1 or _ACROSS_NODES.search(text)):
         apply_verdict(sym, FABRIC_MEMORY)
+    elif error == "cudaErrorSystemNotReady" and sym.category == FABRIC.category \
+            and any(map(_SYMMETRIC_MEMORY.search, line.preceding(_SYMMETRIC_MEMORY_LINES))):
+        apply_verdict(sym, SYMMETRIC_MEMORY_802)
 
 
 # --- a SYCL runtime's word for its backend's error ------------------------------------------------

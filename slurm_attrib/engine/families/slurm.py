@@ -264,6 +264,17 @@ def decode_spank(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
     return True
 
 
+@decoder("stale_allocation")
+def decode_stale_allocation(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """srun pointed at an allocation that is gone: another job's (an inherited SLURM_JOB_ID, an expired salloc shell)
+    is the job's own launch; this very job's is its own end, which its state and Slurm's lines say: context."""
+    named = str(sym.fields.get("job", ""))
+    if named and named in (ctx.job.job_id.split("_")[0], ctx.job.array_job_id):
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("the allocation srun named is this job's own: it had ended (its state says why)")
+    return True
+
+
 @decoder("slurm_this_jobs_row")
 def decode_this_jobs_row(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A squeue row (its JOBID first) counts only for this job or its array: another job's row is not this

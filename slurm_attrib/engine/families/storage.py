@@ -95,7 +95,9 @@ def decode_shm_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     if why is None or why.startswith("No space left on device"):
         return True
     if why.startswith(_SHM_REFUSED):
-        sym.category, sym.responsible, sym.strength = "node_failure", "infrastructure", 50
+        # the job's output alone says so (a user can print it): a kind of its own, which yields to a fault the
+        # node's kernel logged (final.root_cause params.printable_kinds)
+        sym.kind, sym.category, sym.responsible, sym.strength = "shm_refused", "node_failure", "infrastructure", 50
         sym.summary = f"the node's /dev/shm refused NCCL's shared-memory segment: {why.strip()}"[:300]
         sym.actions = ("give /dev/shm on the node mode 1777 (a tmpfs mounted world-writable with the sticky bit) and "
                        "check what changed it (a prolog, a container runtime's mount)",)
@@ -111,7 +113,8 @@ def _errno_above(line: Line, text: str) -> Optional[str]:
     if thread is None:
         return None
     for before in line.preceding(4):
-        if thread.group(1) in before and (call := _SHM_CALL.search(before)):
+        same = _NCCL_THREAD.search(before)
+        if same is not None and same.group(1) == thread.group(1) and (call := _SHM_CALL.search(before)):
             return call.group(1)
     return None
 
