@@ -145,8 +145,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
 # /dev/log ('<3>kernel: NVRM: Xid ...': rsyslog's imuxsock takes the facility as sent; only logger(1) and glibc's
 # syslog() refuse LOG_KERN), so their kernel-looking lines are unverified; so are those of a log `watch` read from
 # a log shipper or a file named in an inventory (`shipped`): nothing says who wrote them.
-KERNEL_ORIGINS = ("journald", "dmesg", "kern-file", "mixed-file", "shipped")
-TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg")
+# A file the configuration names as the node's kernel log (`configured`) is trusted as the configuration says.
+KERNEL_ORIGINS = ("journald", "dmesg", "configured", "kern-file", "mixed-file", "shipped")
+TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "configured")
 
 
 def shipped_kernel_record(node: str) -> dict[str, Any]:

@@ -352,7 +352,7 @@ class KernelLines:
         self.trusted_file = origin == "" or origin in TRUSTED_KERNEL_ORIGINS  # "": a bundle made by hand
         # the epilog read it from the node's own journal or ring buffer: a host name in it that is not the
         # node's NodeName is the node's name for itself (a cloud VM's ip-10-0-1-17), not another machine
-        self.own_origin = origin in TRUSTED_KERNEL_ORIGINS
+        self.own_origin = origin in TRUSTED_KERNEL_ORIGINS or origin == "kern-file"  # the node's own files
         # `journalctl -k` prints the kernel's own records as 'kernel:'; one with another identifier is a program's
         # write to /dev/kmsg (journald-kmsg.c takes its identifier from the text: 'NVRM: Xid ...' shows as NVRM)
         self.journal_file = origin == "journald"

@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..bundle import TRUSTED_KERNEL_ORIGINS
 from ..errors import RuleError
-from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_UNVERIFIED, Symptom, iso
+from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
@@ -170,14 +170,20 @@ _CLUSTER_WIDE_LOSS = frozenset({"auth_error"})
 
 
 def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Symptom]) -> Optional[Symptom]:
-    """The fault a node's kernel logged, where the leader is of a kind a user can print (params.printable_kinds: a
-    limit, a slurmctld line, a preemption notice) and only the job's output says so: that must not clear the node
-    whose kernel reported a fault. The strongest such candidate, else None."""
+    """The fault a node's kernel logged (a line only the kernel writes; for a workload's leader, within the causal
+    model's decision window of it), where the leader is of a kind a user can print (params.printable_kinds: a limit,
+    a slurmctld line, a preemption notice) and only the job's output says so: that must not clear the node whose
+    kernel reported a fault. The strongest such candidate, else None."""
     printable = str_list(owner, "printable_kinds")
     if leader is None or leader.kind not in printable or not all(e.source == SOURCE_APP for e in leader.evidence):
         return None
+    # a program's own error (a workload's printable kind) yields only to a fault near it; a printed claim about the
+    # node's setup (a limit, slurm.conf, a /dev/shm it refused) to any the kernel logged during the job
+    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" else None
     faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
-              and s.kind not in printable and any(e.source == SOURCE_KERNEL for e in s.evidence)]
+              and s.kind not in printable and any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
+                                                  for e in s.evidence)
+              and (window is None or s.time is None or leader.time is None or abs(s.time - leader.time) <= window)]
     return min(faults, key=lambda s: (-s.strength, *Symptom.sort_key(s))) if faults else None
 
 
@@ -382,12 +388,12 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
     "NVRM: Xid ..."`` (or a raw '<3>' write to /dev/log, which lands in kern.log) reads like the kernel's own, with
     no line of a trusted source, no GPU snapshot and no diagnostic of that node showing a fault of the same
     category that is itself a candidate, on the same GPU where both name one (a pending remap from correctable
-    errors on another GPU confirms nothing). A node whose own bundle never arrived (it went down before its Epilog:
-    the finalizer's record, not a line anyone printed) failed by more than anyone's words: that confirms a fault
-    there."""
+    errors on another GPU confirms nothing). A node Slurm lost (the job ended NODE_FAIL) whose own bundle never
+    arrived (the finalizer's record, not a line anyone printed) failed by more than anyone's words: that confirms a
+    fault there; a bundle that is merely missing (a slow or broken collector) confirms nothing."""
     if not root.node or ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS:
         return False
-    if (root.node, "missing") in ctx.job.node_bundles:
+    if ctx.job.state == "NODE_FAIL" and (root.node, "missing") in ctx.job.node_bundles:
         return False
     if not any(e.source != SOURCE_APP for e in root.evidence) or any(
             e.source != SOURCE_APP and e.trust != TRUST_UNVERIFIED for e in root.evidence):
@@ -500,8 +506,8 @@ def application_reported(ctx: EngineContext, rule_: Rule) -> int:
     if any(e.source != SOURCE_APP for e in root.evidence):
         if all(e.trust == TRUST_UNVERIFIED or e.source == SOURCE_APP for e in root.evidence):
             ctx.outcome.annotations.append(
-                "the root cause rests on unverified kernel lines (a mixed syslog file, or no `kernel:` tag): a "
-                "local program could have written them, so they never drain a node by themselves")
+                "the root cause rests on unverified kernel lines (a syslog file, a shipped log, or no `kernel:` tag): "
+                "a local program could have written them, so they never drain a node by themselves")
             return 1
         return 0
     where = _rank_location(root)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Optional
 
-from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom
+from ..model import SOURCE_APP, SOURCE_DIAG, SOURCE_KERNEL, SOURCE_METRICS, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom
 from ..ruleset import Rule
 from .causal import CausalModel
 from .context import EngineContext
@@ -311,14 +311,24 @@ def _forgeable(sym: Symptom) -> bool:
         and all(e.source in (SOURCE_KERNEL, SOURCE_APP) for e in sym.evidence)
 
 
-def _kernel_written_first(candidates: list[Symptom]) -> list[Symptom]:
-    """Where one candidate rests on a line only the kernel writes (the journal's kernel transport, the ring buffer),
-    those that rest only on lines a program can forge do not compete for the lead: a forged Xid stamped before a real
-    fault must neither lead the verdict nor make it ambiguous."""
-    if len(candidates) < 2 or not any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
-                                      for s in candidates for e in s.evidence):
+def _confirmed_fault(sym: Symptom) -> bool:
+    """An infrastructure fault that a line only the kernel writes (the journal's kernel transport, the ring buffer)
+    or the collector's own GPU snapshot or diagnostic says."""
+    return sym.responsible == "infrastructure" and any(
+        (e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL) or e.source in (SOURCE_DIAG, SOURCE_METRICS)
+        for e in sym.evidence)
+
+
+def _kernel_written_first(ctx: EngineContext, candidates: list[Symptom]) -> list[Symptom]:
+    """Where an infrastructure fault is confirmed (:func:`_confirmed_fault`), candidates that rest only on lines a
+    program can forge do not compete for the lead: a forged Xid stamped before a real fault must neither lead the
+    verdict nor make it ambiguous. A workload's event the kernel logs (an OOM kill the job itself caused) does not
+    set them aside, nor does it set aside a claim about a node Slurm lost."""
+    if len(candidates) < 2 or not any(_confirmed_fault(s) for s in candidates):
         return candidates
-    kept = [s for s in candidates if not _forgeable(s)]
+    lost = {node for node, state in ctx.job.node_bundles if state == "missing"} if ctx.job.state == "NODE_FAIL" \
+        else set()
+    kept = [s for s in candidates if not _forgeable(s) or s.node in lost]
     for sym in candidates:
         if sym not in kept:
             sym.notes.append("rests only on lines any local program can write, beside a fault only the kernel writes: "
@@ -337,7 +347,8 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     independent physical faults on other nodes within the decision window, and unplaced candidates
     (:func:`_unplaced`) stay as co-leaders (the verdict is then ambiguous).
     """
-    candidates = _kernel_written_first([s for s in ctx.active() if s.role == "candidate" and s.supports is None])
+    candidates = _kernel_written_first(ctx, [s for s in ctx.active() if s.role == "candidate"
+                                            and s.supports is None])
     if not candidates:
         return 0
     timed = sorted((s for s in candidates if s.time is not None), key=Symptom.sort_key)

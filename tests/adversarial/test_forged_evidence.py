@@ -231,3 +231,25 @@ def test_a_printed_fabric_memory_error_does_not_hide_a_peers_xid(tmp_path: Path)
                              {"node-02": "journald"}, app=app))
     named = {(c["category"], c.get("node")) for c in diag["candidates"]} if diag["status"] == "ambiguous" else set()
     assert diag["culprit_nodes"] == ["node-02"] or ("gpu_hardware", "node-02") in named
+
+
+def test_a_workload_event_the_kernel_logs_does_not_set_a_syslog_fault_aside(tmp_path: Path) -> None:
+    """An OOM kill the job itself causes is a line only the kernel writes, but it confirms no infrastructure fault:
+    an unverified Xid 20 s before it still competes (the verdict names neither node)."""
+    oom = ("Nov 20 10:30:20 node-01 kernel: Out of memory: Killed process 4242 (python) total-vm:81234567kB, "
+           "anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:123456kB oom_score_adj:0")
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": oom + "\n",
+                                        "node-02.log": f"Nov 20 10:30:00 node-02 kernel: {XID79}\n"},
+                             {"node-01": "journald", "node-02": "mixed-file"}))
+    assert diag["culprit_nodes"] == []
+    categories = {c["category"] for c in diag.get("candidates", [])} | {diag["category"]}
+    assert "gpu_hardware" in categories
+
+
+def test_a_node_local_kern_log_keeps_the_nodes_own_host_name(tmp_path: Path) -> None:
+    """kern.log is the node's own file: a host name in it that is not the NodeName (a cloud VM's) is the node's name
+    for itself, so its lines are kept, unverified, not refused as another machine's."""
+    line = f"Nov 20 10:30:00 ip-10-0-1-17 kernel: {XID79}\n"
+    diag = _diagnose(_bundle(tmp_path, {"node-01.log": line}, {"node-01": "kern-file"}))
+    assert diag["status"] == "ambiguous" and diag["culprit_nodes"] == []
+    assert diag["candidates"][0]["node"] == "node-01"

@@ -179,7 +179,8 @@ def test_label_values_are_escaped() -> None:
 def test_a_line_another_program_wrote_in_a_shipped_kernel_stream_is_refused_and_nothing_shipped_drains(
         tmp_path: Path) -> None:
     """A `logger -t alice` line that a mixed syslog stream shipped keeps its tag behind Loki's stamp, so the
-    engine refuses it as kernel evidence; the kernel's own line is used, marked unverified."""
+    engine refuses it as kernel evidence; the kernel's own line is used, marked unverified: a shipped line says
+    nothing of who wrote it, so it explains the verdict without naming the node."""
     xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=2, name=python3, GPU has fallen off the bus."
     forged = f"Nov 20 09:30:00 gpu-a01 alice[4242]: {xid}"
     real = f"Nov 20 09:40:00 gpu-a02 kernel: {xid}"
@@ -196,5 +197,5 @@ def test_a_line_another_program_wrote_in_a_shipped_kernel_stream_is_refused_and_
     (tmp_path / "job.yaml").write_text("job_id: '88123'\nnodes: [gpu-a01, gpu-a02]\nstart: '2026-11-20T09:00:00Z'\n"
                                        "end: '2026-11-20T09:46:00Z'\nstate: FAILED\nexit_code: '1:0'\n")
     diag = Engine(load_ruleset(include_site=False)).diagnose(tmp_path)
-    assert diag.culprit_nodes == ["gpu-a02"]
-    assert diag.root_cause is not None and diag.root_cause.evidence[0].trust == "unverified"
+    assert diag.status == "ambiguous" and diag.culprit_nodes == []
+    assert [c.node for c in diag.candidates] == ["gpu-a02"] and diag.candidates[0].evidence[0].trust == "unverified"

@@ -4,6 +4,7 @@ categories and who is responsible for each reading of an ambiguous line."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -201,6 +202,7 @@ def test_a_printed_root_does_not_clear_a_kernel_fault(state: str, kind: str, cat
     printed = make_symptom(kind, category, "infrastructure" if category == "node_failure" else "scheduler", 60,
                            node="node-01", source="app", role="candidate")
     xid = make_symptom("xid", "gpu_hardware", "infrastructure", 80, node="node-01", source="kernel", role="candidate")
+    xid.evidence = [dataclasses.replace(e, trust="kernel") for e in xid.evidence]  # the journal's kernel transport
     ctx = context(state, printed, xid)
     ctx.leaders = [printed]
     if state == "FAILED":

@@ -378,8 +378,9 @@ class _ShippedKernel:
 
 def test_a_node_without_its_bundle_is_asked_of_the_gap_connectors(tmp_path: Path, engine: Engine) -> None:
     """node-02 rebooted before its Epilog ran: the finalizer asks the gap connector for that node only (not
-    the job's output, which it has), the Xid it brings makes the verdict, recorded as shipped (unverified:
-    it explains, it never drains), and the connector's line is in the coverage."""
+    the job's output, which it has), the Xid it brings explains the verdict, recorded as shipped (unverified:
+    in a job that did not end NODE_FAIL it names no node and never drains), and the connector's line is in the
+    coverage."""
     nodes = ("node-01", "node-02")
     hooks.enqueue("epilog_slurmctld", _ctld_env("12", "node-[01-02]"), str(tmp_path), T0.timestamp())
     slurm = FakeSlurm(jobs={"12": _ctl("12", "FAILED", nodes)}, acct={"12": [_acct("12", "FAILED", "1:0", nodes)]})
@@ -395,8 +396,8 @@ def test_a_node_without_its_bundle_is_asked_of_the_gap_connectors(tmp_path: Path
     assert asked_nodes == ("node-02",) and args == {"loki": {"app": False}}
     assert (start, end) == (T0 - timedelta(minutes=10), T0)  # the job's window
     diag = store.recorded[0]
-    assert diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == ["node-02"]
-    assert diag["root_cause"]["evidence"][0]["trust"] == "unverified"
+    assert diag["status"] == "ambiguous" and diag["category"] == "gpu_hardware" and diag["culprit_nodes"] == []
+    assert diag["candidates"][0]["node"] == "node-02" and diag["candidates"][0]["evidence"][0]["trust"] == "unverified"
     assert {c["connector"]: c["state"] for c in diag["coverage"]}["loki"] == "ok"
     job_yaml = yaml.safe_load((store.bundles[0] / "job.yaml").read_text())
     assert job_yaml["collection"]["node_bundles"]["node-02"] == "missing"

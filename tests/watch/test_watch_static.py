@@ -84,8 +84,10 @@ def test_static_inventory_with_loki_and_files_gives_the_verdicts_and_a_coverage_
     verdicts = [json.loads(line) for line in done.stdout.splitlines()]
     assert [v["job"]["job_id"] for v in verdicts] == ["88123", "88124"]
     first, second = verdicts
-    assert (first["status"], first["category"], first["culprit_nodes"]) == ("attributed", "gpu_hardware", ["gpu-a02"])
-    assert first["root_cause"]["evidence"][0]["trust"] == "unverified"  # shipped: explains, never drains
+    # shipped: nothing says who wrote the line, so it explains the verdict, names no node and never drains
+    assert (first["status"], first["category"], first["culprit_nodes"]) == ("ambiguous", "gpu_hardware", [])
+    candidate = first["candidates"][0]
+    assert candidate["node"] == "gpu-a02" and candidate["evidence"][0]["trust"] == "unverified"
     coverage = {c["connector"]: c for c in first["coverage"]}
     assert coverage["loki"]["state"] == "ok" and 'host="gpu-a02"' in coverage["loki"]["notes"][0]
     assert coverage["files"]["state"] == "ok"

@@ -269,7 +269,7 @@ def decode_stale_allocation(ctx: EngineContext, sym: Symptom, line: Line, extra:
     """srun pointed at an allocation that is gone: another job's (an inherited SLURM_JOB_ID, an expired salloc shell)
     is the job's own launch; this very job's is its own end, which its state and Slurm's lines say: context."""
     named = str(sym.fields.get("job", ""))
-    if named and named in (ctx.job.job_id.split("_")[0], ctx.job.array_job_id):
+    if named and named == ctx.job.job_id.split("+", 1)[0]:  # a heterogeneous job's component '101+0' is job 101
         sym.role, sym.strength = "context", 0
         sym.notes.append("the allocation srun named is this job's own: it had ended (its state says why)")
     return True
