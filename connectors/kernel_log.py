@@ -1,21 +1,23 @@
 """The kernel log window of a job on one node, from the sources a user cannot write first: journald's
-kernel transport, else a kernel-only syslog file, else the ring buffer (``dmesg``), and only then a
-mixed syslog file.
+kernel transport, else the ring buffer (``dmesg``), and only then a syslog file, the kern-facility one
+first.
 
 - journald: ``journalctl -k -q -o short-iso-precise --since @S --until @E --no-pager`` prints the
   window itself (``-k`` is the match ``_TRANSPORT=kernel``: nothing a program logs); its ISO stamps
   carry the zone, so the engine reads them without assumptions.
-- syslog files: ``/var/log/kern.log`` holds the kern facility only; ``/var/log/messages`` and
-  ``/var/log/syslog`` hold every program's lines too, and ``logger -t kernel "NVRM: Xid ..."`` writes
-  one there that looks exactly like the kernel's. The window is found by time-seeking (:mod:`.timeseek`),
-  not by a scan; the rotated ``.1`` file is read too when the window starts before the current file.
+- syslog files: ``/var/log/kern.log`` holds the kern facility only, but a program that writes its own
+  priority to ``/dev/log`` (``<3>kernel: NVRM: Xid ...``) keeps that facility (rsyslog takes it as sent);
+  ``/var/log/messages`` and ``/var/log/syslog`` hold every program's lines too, and ``logger -t kernel
+  "NVRM: Xid ..."`` writes one there that looks exactly like the kernel's. The window is found by time-seeking
+  (:mod:`.timeseek`), not by a scan; the rotated ``.1`` file is read too when the window starts before the current file.
 - ``dmesg --decode --time-format iso`` (without ``--decode``, then plain ``dmesg``, when an option is
   refused): the ring buffer is small; lines are kept when their stamp falls in the window (uptimes resolved
   with the boot time). ``--decode`` names each record's facility, which tells a program's write to
   ``/dev/kmsg`` from the kernel's own.
 
 The coverage records the origin (:data:`slurm_attrib.bundle.KERNEL_ORIGINS`): the engine marks the lines
-of a ``mixed-file`` window ``unverified``, and unverified evidence never drains a node. Lines are written
+of a syslog file's window (``kern-file``, ``mixed-file``) ``unverified``, and unverified evidence never drains
+a node nor, alone, names one. Lines are written
 exactly as the source printed them. When the window is larger than the cap, the tail is kept (the lines
 nearest the job's end).
 """
@@ -62,10 +64,11 @@ class KernelLogResult:
 class KernelLogSource:
     """Gathers the window [start, end] of the kernel log of this node.
 
-    After journald, the kern-facility ``files`` are tried in order, then the ring buffer, then the mixed
-    ones. ``path`` (a single file the configuration names as this node's kernel log, e.g. the emulation
-    knob ``SLURM_ATTRIB_KERNEL_LOG`` with ``{node}`` already filled in) replaces them all and is trusted
-    as the configuration says: a ``kern-file``.
+    After journald, the ring buffer, then the kern-facility ``files`` in order, then the mixed ones. ``path`` (a
+    single file the configuration names as this node's kernel log, e.g. the emulation knob
+    ``SLURM_ATTRIB_KERNEL_LOG`` with ``{node}`` already filled in) replaces them all and is trusted as the
+    configuration says (origin ``configured``): name only a file the kernel alone writes (a console or
+    netconsole capture), never a syslog file, which any local program can write into.
     """
 
     name = "kernel_log"
@@ -92,7 +95,7 @@ class KernelLogSource:
         began = time.monotonic()
         notes: list[str] = []
         if self.path:
-            return self._from_files([self.path], start, end, cap, began, notes, origin="kern-file")
+            return self._from_files([self.path], start, end, cap, began, notes, origin="configured")
         journal_empty = False
         if self.use_journald:
             result = self._journald(start, end, timeout, cap)
@@ -102,18 +105,17 @@ class KernelLogSource:
                                result.truncated, "journald")
             journal_empty = result.state == "ok"
             notes.append("journalctl: no kernel lines in the window" if journal_empty else result.reason)
-        kernel_only = [p for p in self.files if file_origin(p) == "kern-file"]
-        found = self._from_files(kernel_only, start, end, cap, began, notes)
-        if found.state != "skipped":
-            return found
         left = timeout - (time.monotonic() - began)
         ring = self._dmesg(start, end, left, cap, began, notes)
         if ring.state == "ok" or ring.state == "timeout":
             return ring
         notes.append("dmesg: no kernel lines in the window" if ring.state == "empty"
                      else ring.reason.rsplit("; ", 1)[-1])
+        # the syslog files last: a kern-facility file before a mixed one, both unverified (a program's raw write to
+        # /dev/log keeps the kern facility it names)
+        kernel_only = [p for p in self.files if file_origin(p) == "kern-file"]
         mixed = [p for p in self.files if file_origin(p) == "mixed-file"]
-        found = self._from_files(mixed, start, end, cap, began, notes)
+        found = self._from_files([*kernel_only, *mixed], start, end, cap, began, notes)
         if found.state != "skipped":
             return found
         if journal_empty or ring.state == "empty":

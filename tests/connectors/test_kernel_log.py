@@ -1,4 +1,4 @@
-"""The kernel log source: journald first, then syslog files (time-seeked), then dmesg."""
+"""The kernel log source: journald first, then the ring buffer (dmesg), then syslog files (time-seeked)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,28 @@ def test_kernel_only_sources_come_before_a_mixed_file(tmp_path: Path) -> None:
     without = KernelLogSource(FakeRunner({"journalctl": b""}), files=(str(messages),)).gather(START, END, 3, 1 << 20)
     assert without.state == "ok" and without.origin == "mixed-file" and XID.encode() in without.data
     assert "journalctl: no kernel lines in the window" in without.reason
+
+
+def test_the_ring_buffer_comes_before_kern_log(tmp_path: Path) -> None:
+    """kern.log takes a program's raw write to /dev/log that names the kern facility, so the ring buffer, which only
+    the kernel (or root) writes, is read first; kern.log only when it has nothing in the window."""
+    kern = tmp_path / "kern.log"
+    _syslog(kern)
+    ring = f"2026-11-20T09:16:08,578973+00:00 {XID}\n".encode()
+    with_ring = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": ring}), files=(str(kern),))
+    result = with_ring.gather(START, END, 3, 1 << 20)
+    assert result.state == "ok" and result.origin == "dmesg" and result.data == ring
+    without = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": b""}), files=(str(kern),))
+    found = without.gather(START, END, 3, 1 << 20)
+    assert found.state == "ok" and found.origin == "kern-file" and XID.encode() in found.data
+
+
+def test_a_configured_file_is_trusted_as_configured(tmp_path: Path) -> None:
+    """The one file the configuration names as the node's kernel log (the emulation's knob) has its own origin."""
+    kern = tmp_path / "node-02.log"
+    _syslog(kern)
+    result = KernelLogSource(FakeRunner({}), path=str(kern)).gather(START, END, 3, 1 << 20)
+    assert result.state == "ok" and result.origin == "configured"
 
 
 def test_the_origin_reaches_collection_yaml(tmp_path: Path) -> None:
