@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from slurm_attrib.connectors.kernel_log import KernelLogSource
 from slurm_attrib.connectors.runner import CommandResult, FakeRunner
 
@@ -60,32 +62,20 @@ def test_no_journalctl_reads_the_first_existing_file(tmp_path: Path) -> None:
     assert "journalctl: not found" in result.reason and "a/kern.log: not found" in result.reason
 
 
-def test_kernel_only_sources_come_before_a_mixed_file(tmp_path: Path) -> None:
-    """/var/log/messages holds what `logger -t kernel` writes: it is read only when journald, kern.log and
-    the ring buffer have nothing, and its origin says so (the engine then marks its lines unverified)."""
-    messages = tmp_path / "messages"
-    _syslog(messages)
+@pytest.mark.parametrize(("name", "origin"), [("messages", "mixed-file"), ("kern.log", "kern-file")])
+def test_the_ring_buffer_comes_before_a_syslog_file(tmp_path: Path, name: str, origin: str) -> None:
+    """/var/log/messages holds what `logger -t kernel` writes, kern.log what a program's raw write to /dev/log names as
+    the kern facility: a syslog file is read only when journald and the ring buffer (only the kernel, or root, writes
+    it) have nothing, and its origin says so (the engine then marks its lines unverified)."""
+    syslog = tmp_path / name
+    _syslog(syslog)
     ring = f"2026-11-20T09:16:08,578973+00:00 {XID}\n".encode()
-    with_ring = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": ring}), files=(str(messages),))
+    with_ring = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": ring}), files=(str(syslog),))
     result = with_ring.gather(START, END, 3, 1 << 20)
     assert result.state == "ok" and result.origin == "dmesg" and result.data == ring
-    without = KernelLogSource(FakeRunner({"journalctl": b""}), files=(str(messages),)).gather(START, END, 3, 1 << 20)
-    assert without.state == "ok" and without.origin == "mixed-file" and XID.encode() in without.data
+    without = KernelLogSource(FakeRunner({"journalctl": b""}), files=(str(syslog),)).gather(START, END, 3, 1 << 20)
+    assert without.state == "ok" and without.origin == origin and XID.encode() in without.data
     assert "journalctl: no kernel lines in the window" in without.reason
-
-
-def test_the_ring_buffer_comes_before_kern_log(tmp_path: Path) -> None:
-    """kern.log takes a program's raw write to /dev/log that names the kern facility, so the ring buffer, which only
-    the kernel (or root) writes, is read first; kern.log only when it has nothing in the window."""
-    kern = tmp_path / "kern.log"
-    _syslog(kern)
-    ring = f"2026-11-20T09:16:08,578973+00:00 {XID}\n".encode()
-    with_ring = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": ring}), files=(str(kern),))
-    result = with_ring.gather(START, END, 3, 1 << 20)
-    assert result.state == "ok" and result.origin == "dmesg" and result.data == ring
-    without = KernelLogSource(FakeRunner({"journalctl": b"", "dmesg": b""}), files=(str(kern),))
-    found = without.gather(START, END, 3, 1 << 20)
-    assert found.state == "ok" and found.origin == "kern-file" and XID.encode() in found.data
 
 
 def test_a_configured_file_is_trusted_as_configured(tmp_path: Path) -> None:
