@@ -331,8 +331,8 @@ def _kernel_written_first(ctx: EngineContext, candidates: list[Symptom]) -> list
     kept = [s for s in candidates if not _forgeable(s) or s.node in lost]
     for sym in candidates:
         if sym not in kept:
-            sym.notes.append("rests only on lines any local program can write, beside a fault only the kernel writes: "
-                             "it does not compete for the lead")
+            sym.notes.append("rests only on lines any local program can write, beside a confirmed fault (a line only "
+                             "the kernel writes, the collector's GPU snapshot): it does not compete for the lead")
     return kept or candidates
 
 
