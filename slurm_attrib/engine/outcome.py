@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Optional
 
 from ..bundle import TRUSTED_KERNEL_ORIGINS
@@ -152,10 +152,25 @@ def _slurm_ended_at(ctx: EngineContext) -> Optional[datetime]:
 
 
 def _lost_nodes(ctx: EngineContext) -> list[str]:
-    """The nodes Slurm lost: named by srun's 'Node failure on X', or whose bundle never arrived."""
+    """The nodes Slurm lost: named by srun's 'Node failure on X', or whose bundle never arrived, or (a job that ended
+    NODE_FAIL) whose facts, written by the collector after the job, say it booted after the job began and no later
+    than _REBOOT_AFTER_END after its end: it went down during the job and came back."""
     named = {s.node for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node}
     missing = {node for node, state in ctx.job.node_bundles if state == "missing"}
-    return sorted(n for n in named | missing if n)
+    rebooted = set()
+    start, end = ctx.job.start, ctx.job.end
+    if ctx.job.state == "NODE_FAIL" and start is not None and end is not None:
+        for node in ctx.job.nodes:
+            facts = ctx.bundle.facts_for(node)
+            boot = facts.boot_time if facts else None
+            if boot is not None and start < boot <= end + _REBOOT_AFTER_END:
+                rebooted.add(node)
+    return sorted(n for n in named | missing | rebooted if n)
+
+
+# how long after a NODE_FAIL job's end a node may have come back up and still be the one Slurm lost (a reboot takes
+# minutes; Slurm marks the job when the node stops answering, before it is back)
+_REBOOT_AFTER_END = timedelta(minutes=15)
 
 
 def _state_evidence(ctx: EngineContext, wanted: Optional[str]) -> Optional[Symptom]:
