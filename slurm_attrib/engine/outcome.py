@@ -13,6 +13,7 @@ from ..ruleset import Rule
 from .context import EngineContext, Outcome
 from .filters import matches_when
 from .params import list_map, record_map, str_list, str_map
+from .refine import forgeable, lost_unreported
 from .registry import rule
 
 
@@ -408,10 +409,7 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
     fault there; a bundle that is merely missing (a slow or broken collector) confirms nothing."""
     if not root.node or ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS:
         return False
-    if ctx.job.state == "NODE_FAIL" and (root.node, "missing") in ctx.job.node_bundles:
-        return False
-    if not any(e.source != SOURCE_APP for e in root.evidence) or any(
-            e.source != SOURCE_APP and e.trust != TRUST_UNVERIFIED for e in root.evidence):
+    if root.node in lost_unreported(ctx) or not forgeable(root):
         return False
     return not any(s.node == root.node and s.category == root.category and s.role == "candidate" and s.evidence
                    and (not s.gpu or not root.gpu or s.gpu == root.gpu) and any(

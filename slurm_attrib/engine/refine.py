@@ -303,12 +303,20 @@ def _strongest_first(symptoms: list[Symptom]) -> list[Symptom]:
     return sorted(symptoms, key=lambda s: (-s.strength, *Symptom.sort_key(s)))
 
 
-def _forgeable(sym: Symptom) -> bool:
+def forgeable(sym: Symptom) -> bool:
     """A claim that rests only on kernel-looking lines any local program can have written (a syslog file, a shipped
     log: trust ``unverified``), with no GPU snapshot or diagnostic behind it."""
     kernel = [e for e in sym.evidence if e.source == SOURCE_KERNEL]
     return bool(kernel) and all(e.trust == TRUST_UNVERIFIED for e in kernel) \
         and all(e.source in (SOURCE_KERNEL, SOURCE_APP) for e in sym.evidence)
+
+
+def lost_unreported(ctx: EngineContext) -> set[str]:
+    """The nodes of a job that ended NODE_FAIL whose bundle never arrived (the finalizer's record, not a line anyone
+    printed): they failed by more than anyone's words, which confirms a claim about them."""
+    if ctx.job.state != "NODE_FAIL":
+        return set()
+    return {node for node, state in ctx.job.node_bundles if state == "missing"}
 
 
 def _confirmed_fault(sym: Symptom) -> bool:
@@ -326,9 +334,8 @@ def _kernel_written_first(ctx: EngineContext, candidates: list[Symptom]) -> list
     set them aside, nor does it set aside a claim about a node Slurm lost."""
     if len(candidates) < 2 or not any(_confirmed_fault(s) for s in candidates):
         return candidates
-    lost = {node for node, state in ctx.job.node_bundles if state == "missing"} if ctx.job.state == "NODE_FAIL" \
-        else set()
-    kept = [s for s in candidates if not _forgeable(s) or s.node in lost]
+    lost = lost_unreported(ctx)
+    kept = [s for s in candidates if not forgeable(s) or s.node in lost]
     for sym in candidates:
         if sym not in kept:
             sym.notes.append("rests only on lines any local program can write, beside a confirmed fault (a line only "
