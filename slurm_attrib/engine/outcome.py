@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Optional
 
-from ..bundle import TRUSTED_KERNEL_ORIGINS
+from ..bundle import KERNEL_ORIGINS, TRUSTED_KERNEL_ORIGINS
 from ..errors import RuleError
 from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
@@ -417,9 +417,9 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
         for e in s.evidence) for s in ctx.symptoms if s.dropped is None)
 
 
-# kernel logs a local program can write into: a syslog file (kern.log too: a raw write to /dev/log chooses its own
-# facility), a shipper's record, and a record that predates origins (its collector may have read one)
-_USER_WRITABLE_ORIGINS = ("kern-file", "mixed-file", "shipped", "unrecorded")
+# kernel logs a local program can write into: every origin the bundle does not trust (a syslog file, kern.log too, a
+# shipper's record), and a record that predates origins (its collector may have read one)
+_USER_WRITABLE_ORIGINS = (*(o for o in KERNEL_ORIGINS if o not in TRUSTED_KERNEL_ORIGINS), "unrecorded")
 
 
 def _blamed(owner: Rule, root: Symptom) -> list[str]:
