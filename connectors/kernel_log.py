@@ -113,9 +113,9 @@ class KernelLogSource:
                      else ring.reason.rsplit("; ", 1)[-1])
         # the syslog files last: a kern-facility file before a mixed one, both unverified (a program's raw write to
         # /dev/log keeps the kern facility it names)
-        kernel_only = [p for p in self.files if file_origin(p) == "kern-file"]
+        kern_facility = [p for p in self.files if file_origin(p) == "kern-file"]
         mixed = [p for p in self.files if file_origin(p) == "mixed-file"]
-        found = self._from_files([*kernel_only, *mixed], start, end, cap, began, notes)
+        found = self._from_files([*kern_facility, *mixed], start, end, cap, began, notes)
         if found.state != "skipped":
             return found
         if journal_empty or ring.state == "empty":
