@@ -6,6 +6,8 @@ ordering is decided by the engine, never by dict or set iteration order.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -157,6 +159,20 @@ TRUST_UNVERIFIED = "unverified"  # reads like the kernel's, but a local program 
 TRUSTED_SOURCES = ("metrics",)
 
 
+def _rebuilt(obj: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Pickle a dataclass as a call of its constructor with its fields, not as a bare instance whose
+    ``__dict__`` is filled in afterwards: CPython's attribute lookups are specialised for instances
+    built by ``__init__`` (a dictionary sharing its class's keys), and a forked helper's symptoms, unpickled
+    the default way, slowed every later phase by a third (bench/README.md, round fourteen)."""
+    cls: type = type(obj)
+    return cls, tuple(getattr(obj, name) for name in _init_fields(cls))
+
+
+@functools.cache
+def _init_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
 @dataclass(frozen=True)
 class EvidenceRef:
     """Where a symptom's raw line is: file inside the bundle, 1-based line, byte offset."""
@@ -172,6 +188,9 @@ class EvidenceRef:
 
     def sort_key(self) -> tuple[str, int]:
         return (self.file, self.line)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _rebuilt(self)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -210,6 +229,9 @@ class Symptom:
     dropped: Optional[str] = None  # why the filter phase ruled it out, or None
     supports: Optional[str] = None  # id of the root symptom this one is a consequence of
     notes: list[str] = field(default_factory=list)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _rebuilt(self)
 
     def sort_key(self) -> tuple[Any, ...]:
         """Stable order: time (unknown last), node, evidence position, rule."""

@@ -174,3 +174,27 @@ def test_the_scan_hears_how_much_each_process_will_read_before_the_fork(engine: 
     engine.diagnose(bundle, replace(engine.settings, workers=1))
     engine.diagnose(bundle, replace(engine.settings, workers=2))
     assert heard == [total, total // 2]
+
+
+def test_a_helpers_symptoms_come_back_whole_and_built_by_their_constructor() -> None:
+    """What a helper sends is unpickled through Symptom's and EvidenceRef's own constructors (their
+    ``__reduce__``): every field comes back, a frozen EvidenceRef stays frozen, and the instance is an
+    ordinary one (its attributes in a dictionary that shares its class's keys, which later phases read fast)."""
+    import pickle
+    from datetime import datetime, timezone
+
+    from slurm_attrib.model import EvidenceRef, Symptom
+
+    when = datetime(2026, 11, 20, 14, 0, 30, tzinfo=timezone.utc)
+    ev = EvidenceRef(source="kernel", node="node-171", file="syslog/node-171.log", line=7, offset=512, time=when,
+                     raw="NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.", trust="kernel")
+    sym = Symptom(kind="gpu_lost", rule_id="kernel.nvidia_xid", node="node-171", time=when, evidence=[ev],
+                  gpu="0000:18:00", rank=3, fields={"code": 79, "readings": ["gpu"]}, role="root",
+                  category="gpu_hardware", responsible="node", strength=9, summary="s", actions=("drain",),
+                  id="s0001", dropped="why", supports="s0002", notes=["n"])
+    back = pickle.loads(pickle.dumps([sym, sym]))
+    assert back[0] == sym and back[0] is back[1]  # one object sent twice is one object received
+    assert back[0].evidence[0] == ev
+    with pytest.raises(AttributeError):
+        back[0].evidence[0].line = 8
+    assert Symptom.__reduce__(sym)[0] is Symptom and EvidenceRef.__reduce__(ev)[0] is EvidenceRef
