@@ -679,6 +679,9 @@ _DCGM_CONFIG_TESTS = re.compile(r"(?i)denylist|blacklist|library|libraries|permi
 _DCGM_MEMORY_TESTS = re.compile(r"(?i)memory|memtest|page retirement|row remap|ecc")
 _DCGM_NVLINK_TESTS = re.compile(r"(?i)nvlink|nvswitch|fabric")
 _FAN_ONLY_ERR = re.compile(r"^\s*\|\s*ERR!\s+\d+C\b")
+# the power draw's reading ('| N/A   29C    P0   ERR! / 250W |'): NVML's power query failing once, which Azure's
+# HPC diagnostics maintainers call transient with nothing to do (azhpc-diagnostics#77)
+_POWER_ERR = re.compile(r"\bERR!\s*/\s*(?:\d+W|ERR!|N/A)")
 _SMI_GPU_HEADER = re.compile(r"^GPU (?P<pci>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 
 
@@ -815,8 +818,9 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     """A fault line in nvidia-smi / nvidia-smi -q / nvidia-smi nvlink -s / dcgmi diag output: a GPU
     fault candidate on the node the output came from, on the GPU its section names."""
     sym.fields.setdefault("finding", str(extra["rule"].emit.get("finding", "")))
-    if sym.fields["finding"] == "err" and _FAN_ONLY_ERR.match(extra["text"]) and extra["text"].count("ERR!") == 1:
-        return False  # a fan reading alone: a sensor or driver quirk, not a GPU in a bad state
+    if sym.fields["finding"] == "err" and extra["text"].count("ERR!") == 1 and (
+            _FAN_ONLY_ERR.match(extra["text"]) or _POWER_ERR.search(extra["text"])):
+        return False  # a fan or a power reading alone: a sensor or driver quirk, not a GPU in a bad state
     if sym.fields["finding"] == "dcgm_fail" and not sym.fields.get("test") and not sym.fields.get("reason"):
         sym.fields["test"] = _dcgm_test_of(line)  # a result the table wrapped under its test's row
     if sym.fields["finding"] == "fabric_not_ready" and heading_above(line) != "Fabric":
