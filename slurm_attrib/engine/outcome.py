@@ -55,8 +55,11 @@ class _StatePolicy:
                    between_nodes=str_list(rule_, "hangs_between_nodes"), hung_reports=list_map(rule_, "hung_reports"))
 
     def hung_on(self, state: str, leader: Symptom, nodes: int) -> bool:
-        """Whether the leading fault makes a job in ``state`` one that hung on it."""
-        return leader.kind in self.hangs.get(state, ()) and (nodes > 1 or leader.kind not in self.between_nodes)
+        """Whether the leading fault makes a job in ``state`` one that hung on it: a fault of the network (a kind of
+        params.hangs_between_nodes, or a network card's fault of another kind, an IOMMU refusing its DMA) hangs
+        only ranks that talk across nodes."""
+        return leader.kind in self.hangs.get(state, ()) and (
+            nodes > 1 or (leader.kind not in self.between_nodes and leader.category != "network"))
 
 
 @rule("final.scheduler_state")
@@ -94,7 +97,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
         # a node that failed after its GPU fell off the bus failed for that: the part is named, not just the node
         ctx.outcome.annotations.append(f"the job then ended as {state}; the fault above explains it")
         return 0
-    if leader and policy.hung_on(state, leader, len(ctx.job.nodes)):
+    if leader and policy.hung_on(state, leader, len(ctx.job.nodes)) and not _in_last_moments(ctx, leader):
         # a job that hung on a file server that never came back ran into its time limit because of it
         ctx.outcome.annotations.append(f"the job then ended as {state}: it hung on the fault above")
         return 0
@@ -128,6 +131,13 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     summary = f"job ended {state.lower()}" + (f": {_describe(root)}" if root and root is not state_sym else "")
     return _decide(ctx, rule_, status="attributed", category=category, responsible=responsible, root=root,
                    culprit_nodes=culprits, summary=summary)
+
+
+def _in_last_moments(ctx: EngineContext, fault: Symptom) -> bool:
+    """Whether ``fault`` is stamped in the job's last moments (within the clock tolerance of its end): there it is
+    part of the ending, not what the job hung on for the minutes before a cancel or the time limit."""
+    end, when = ctx.job.end, fault.time
+    return end is not None and when is not None and when >= end - ctx.tolerance(ctx.settings.skew_s)
 
 
 def _hung_report(ctx: EngineContext, kinds: tuple[str, ...]) -> Optional[Symptom]:
