@@ -163,9 +163,22 @@ def _rebuilt(obj: Any) -> tuple[Any, tuple[Any, ...]]:
     """Pickle a dataclass as a call of its constructor with its fields, not as a bare instance whose
     ``__dict__`` is filled in afterwards: CPython's attribute lookups are specialised for instances
     built by ``__init__`` (a dictionary sharing its class's keys), and a forked helper's symptoms, unpickled
-    the default way, slowed every later phase by a third (bench/README.md, round fourteen)."""
+    the default way, slowed every later phase by a third (bench/README.md, round fourteen). The fields go
+    positionally (keywords cost four times as much to unpickle); attributes that are no ``__init__`` field
+    come back as they were, set after it."""
     cls: type = type(obj)
-    return cls, tuple(getattr(obj, name) for name in _init_fields(cls))
+    names = _init_fields(cls)
+    args = tuple(getattr(obj, name) for name in names)
+    if len(obj.__dict__) == len(names):
+        return cls, args
+    return _rebuild, (cls, args, {k: v for k, v in obj.__dict__.items() if k not in names})
+
+
+def _rebuild(cls: type, args: tuple[Any, ...], extra: dict[str, Any]) -> Any:
+    obj = cls(*args)
+    for name, value in extra.items():
+        object.__setattr__(obj, name, value)  # a frozen EvidenceRef too
+    return obj
 
 
 @functools.cache

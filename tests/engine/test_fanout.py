@@ -176,7 +176,7 @@ def test_the_scan_hears_how_much_each_process_will_read_before_the_fork(engine: 
     assert heard == [total, total // 2]
 
 
-def test_a_helpers_symptoms_come_back_whole_and_built_by_their_constructor() -> None:
+def test_a_helpers_symptoms_come_back_whole_and_built_by_their_constructor(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a helper sends is unpickled through Symptom's and EvidenceRef's own constructors (their
     ``__reduce__``): every field comes back, a frozen EvidenceRef stays frozen, and the instance is an
     ordinary one (its attributes in a dictionary that shares its class's keys, which later phases read fast)."""
@@ -197,4 +197,17 @@ def test_a_helpers_symptoms_come_back_whole_and_built_by_their_constructor() -> 
     assert back[0].evidence[0] == ev
     with pytest.raises(AttributeError):
         back[0].evidence[0].line = 8
-    assert Symptom.__reduce__(sym)[0] is Symptom and EvidenceRef.__reduce__(ev)[0] is EvidenceRef
+    # built by __init__: an attribute no field names comes back too, set after it
+    sym.extra = "kept"  # type: ignore[attr-defined]
+    again = pickle.loads(pickle.dumps(sym))
+    assert again == sym and again.extra == "kept"
+    built: list[str] = []
+    original = Symptom.__init__
+
+    def spy(self: Symptom, *args: object, **kwargs: object) -> None:
+        built.append(str(args[0] if args else kwargs.get("kind")))
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Symptom, "__init__", spy)
+    pickle.loads(pickle.dumps(sym))
+    assert built == ["gpu_lost"]
