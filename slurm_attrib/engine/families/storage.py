@@ -89,6 +89,10 @@ def decode_shm_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     a segment the node's /dev/shm refuses (EACCES, EPERM: its mode, a mount without the sticky world-writable
     bit) is the node's setup; any other errno is no exhaustion and decides nothing."""
     text = extra["text"]
+    if sym.fields.get("host"):  # srun's 'task N: Bus error': a task's SIGBUS, which may be no DataLoader's
+        sym.actions = ("read the task's output before the signal: a DataLoader or a shared-memory segment needs a "
+                       "larger /dev/shm; a memory-mapped file truncated under it, or the job's memory limit, is "
+                       "the host's memory",)
     if _SHM_SEGMENT not in text:
         return True
     why = text.split(", error: ", 1)[1] if ", error: " in text else _errno_above(line, text)
