@@ -387,10 +387,33 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
                *_untimed_twins(leader, candidates)]
     leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
     leaders += _fault_just_after(ctx, leader, timed, leaders)
+    leaders += _fatal_after_unseen_link(ctx, leader, timed, leaders, float(rule_.params.get("unseen_link_window_s", 120)))
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
     return len(leaders)
+
+
+def _fatal_after_unseen_link(ctx: EngineContext, leader: Symptom, timed: list[Symptom], leaders: list[Symptom],
+                             window_s: float) -> list[Symptom]:
+    """A link that went down (a port, a NIC) whose loss the job's output never shows (no network error of the
+    program's: no completion error, no socket reset, no NCCL network failure) may be a port the job did not use; a
+    fault on another node within ``window_s`` after it that kills what runs on it (a GPU fallen off the bus) may be
+    what stopped the job: the first such co-leads, and the verdict says both rather than the earlier alone."""
+    causal = ctx.causal
+    if leader.time is None or not causal.classes_of(leader) & {"link_fault"} \
+            or causal.classes_of(leader) & _FATAL_CLASSES:
+        return []
+    if any(s.category == "network" and s.evidence and s.evidence[0].source == SOURCE_APP for s in ctx.active()):
+        return []  # the job's own output shows a network failure: the link may well be it
+    span = ctx.tolerance(window_s)
+    for sym in timed:
+        if sym in leaders or sym.time is None or sym.node in (None, leader.node) or sym.role != "candidate":
+            continue
+        if timedelta(0) <= sym.time - leader.time <= span and sym.responsible == "infrastructure" \
+                and causal.classes_of(sym) & _FATAL_CLASSES and not causal.explains(leader, sym):
+            return [sym]
+    return []
 
 
 def _causes_another_kind(ctx: EngineContext, cause: Symptom, effect: Symptom) -> bool:
