@@ -387,7 +387,8 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
                *_untimed_twins(leader, candidates)]
     leaders += _own_code_errors(ctx, leader, timed, float(rule_.params.get("code_error_window_s", 300)), leaders)
     leaders += _fault_just_after(ctx, leader, timed, leaders)
-    leaders += _fatal_after_unseen_link(ctx, leader, timed, leaders, float(rule_.params.get("unseen_link_window_s", 120)))
+    leaders += _fatal_after_unseen_link(ctx, leader, timed, leaders,
+                                        float(rule_.params.get("unseen_link_window_s", 120)))
     for sym in leaders:
         sym.fields["leading"] = True
     ctx.leaders = leaders
