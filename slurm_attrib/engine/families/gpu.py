@@ -217,6 +217,11 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
 
 # cuBLAS / cuDNN / cuSOLVER / cuSPARSE / cuFFT allocation failures: the library could not get GPU memory.
 ALLOC_FAILED = re.compile(r"\bCU(?:BLAS|DNN|SOLVER|SPARSE|RAND)_STATUS_ALLOC_FAILED\b|\bCUFFT_ALLOC_FAILED\b")
+# cuBLAS's and cuDNN's 'the GPU program failed to execute' (CUBLAS_STATUS_EXECUTION_FAILED 13, CUDNN_STATUS_EXECUTION_
+# FAILED 8): a kernel that did not run, for a fault of the GPU or an error an earlier kernel left, as an 'unspecified
+# launch failure' is; undecided until the kernel log or a diagnostic says (a library bug, pytorch#24018; a card,
+# pytorch#40420). Their other statuses (NOT_SUPPORTED, INVALID_VALUE, INTERNAL_ERROR) are the job's environment.
+EXECUTION_FAILED = re.compile(r"\bCU(?:BLAS|DNN)_STATUS_EXECUTION_FAILED\b")
 _NAME = re.compile(r"\b(?:cudaError\w+|hipError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
 # 'code=802(', '(code #214,', 'error code 214', 'Error 802: ', 'Cuda failure 802 ', 'runtime error (802)',
 # glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to', geryon's (LAMMPS GPU package) 'Cuda driver error
@@ -275,6 +280,11 @@ def classify_line(sym: Symptom, text: str) -> bool:
     if ALLOC_FAILED.search(text):
         apply_verdict(sym, GPU_OOM)
         sym.fields.setdefault("cuda_error", ALLOC_FAILED.search(text).group(0))  # type: ignore[union-attr]
+        return True
+    failed = EXECUTION_FAILED.search(text)
+    if failed is not None:
+        apply_verdict(sym, INDETERMINATE)
+        sym.fields.setdefault("cuda_error", failed.group(0))
         return True
     error = classify_cuda(text)
     if error is None:
