@@ -369,6 +369,9 @@ class KernelLines:
         if stamp.facility not in (None, 0):  # a program's, whatever its tag says: the kernel writes facility 0 only
             self._refuse(f"written with syslog facility {stamp.facility}, not the kernel's (0)", line)
             return None
+        if _quoted_from_a_process(text, stamp, match_start):
+            self._refuse("inside a command line or a path the kernel quoted from a process", line)
+            return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
             if tag is not None:  # the journal says which program wrote the record, wherever the match lies
@@ -433,6 +436,23 @@ _PLACEHOLDER_HOST = re.compile(r"(?i)[\W_]*|x{2,}|<[^>]{0,40}>|\[[^\]]{0,40}\]|\
 
 def _short(text: str) -> str:
     return repr(text[:40])
+
+
+# the kernel quotes what a process gave it: Yama's 'ptrace attach of "<cmdline>"[pid] was attempted by "<cmdline>"[pid]'
+# (security/yama/yama_lsm.c), exec's "process '<path>' launched '<path>' with NULL argv" (fs/exec.c), an audit
+# record's proctitle and comm; a rule's words inside such a quote are a user's command line, not the kernel's report
+_QUOTES = ('"', "'")
+
+
+def _quoted_from_a_process(text: str, stamp: ParsedStamp, match_start: int) -> bool:
+    """Whether the match lies inside a quoted stretch of the kernel's message (an odd number of one quote character
+    between the message's start and the match). Records a log store wrapped (JSON, CSV: quotes are their syntax)
+    are not judged here."""
+    if stamp.fmt in ("journal_field", EXPORT_RECORD) or text.lstrip()[:1] in ("{", '"'):
+        return False  # a JSON object or one of its members on a line of its own ('dmesg -J', a pretty-printed export)
+    start = len(text) - len(stamp.message) if stamp.message and text.endswith(stamp.message) else 0
+    before = text[start:match_start] if start <= match_start else text[:match_start]
+    return any(before.count(quote) % 2 == 1 for quote in _QUOTES)
 
 
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
