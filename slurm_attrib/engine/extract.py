@@ -369,8 +369,8 @@ class KernelLines:
         if stamp.facility not in (None, 0):  # a program's, whatever its tag says: the kernel writes facility 0 only
             self._refuse(f"written with syslog facility {stamp.facility}, not the kernel's (0)", line)
             return None
-        if _quoted_from_a_process(text, stamp, match_start):
-            self._refuse("inside a command line or a path the kernel quoted from a process", line)
+        if _COPIES_USER_TEXT.search(text, 0, match_start):
+            self._refuse("after the head of a kernel message that copies a process's command line or file name", line)
             return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
@@ -438,21 +438,15 @@ def _short(text: str) -> str:
     return repr(text[:40])
 
 
-# the kernel quotes what a process gave it: Yama's 'ptrace attach of "<cmdline>"[pid] was attempted by "<cmdline>"[pid]'
-# (security/yama/yama_lsm.c), exec's "process '<path>' launched '<path>' with NULL argv" (fs/exec.c), an audit
-# record's proctitle and comm; a rule's words inside such a quote are a user's command line, not the kernel's report
-_QUOTES = ('"', "'")
-
-
-def _quoted_from_a_process(text: str, stamp: ParsedStamp, match_start: int) -> bool:
-    """Whether the match lies inside a quoted stretch of the kernel's message (an odd number of one quote character
-    between the message's start and the match). Records a log store wrapped (JSON, CSV: quotes are their syntax)
-    are not judged here."""
-    if stamp.fmt in ("journal_field", EXPORT_RECORD) or text.lstrip()[:1] in ("{", '"'):
-        return False  # a JSON object or one of its members on a line of its own ('dmesg -J', a pretty-printed export)
-    start = len(text) - len(stamp.message) if stamp.message and text.endswith(stamp.message) else 0
-    before = text[start:match_start] if start <= match_start else text[:match_start]
-    return any(before.count(quote) % 2 == 1 for quote in _QUOTES)
+# kernel messages that copy what a process chose (its command line, its file's name) into the kernel's own line:
+# Yama's 'ptrace attach of "<cmdline>"[pid] was attempted by "<cmdline>"[pid]' (security/yama/yama_lsm.c), exec's
+# "process '<path>' launched '<path>' with NULL argv" (fs/exec.c), a crash report's '<comm>[pid]: segfault at ... in
+# <file>[...]' and 'traps: <comm>[pid] general protection fault ... in <file>' (arch/x86/mm/fault.c, kernel/traps.c),
+# and the audit records' comm=, exe= and proctitle= fields. A rule's words after such a head are the user's, wherever
+# the line came from; the head is looked for before the match, in any wrapping (a JSON member, an export's field)
+_COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|process \'[^\n]{0,4096}?\' launched \''
+                               r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
+                               r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)=")
 
 
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
