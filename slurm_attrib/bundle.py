@@ -85,6 +85,7 @@ class Bundle:
     problems: list[str] = field(default_factory=list)
     kernel_origins: dict[str, str] = field(default_factory=dict)  # node -> KERNEL_ORIGIN_* (collection/NODE.yaml)
     kernel_complete: frozenset[str] = frozenset()  # nodes whose collection record says the kernel log's state was ok
+    kernel_uncut: frozenset[str] = frozenset()  # of those, the ones whose record gives no reason (no cap, no tail kept)
     clock_skews: dict[str, float] = field(default_factory=dict)  # node -> s its clock was behind (negative)
     # node -> the GPUs Slurm gave the job there, as the epilog read SLURM_JOB_GPUS (indexes) or
     # CUDA_VISIBLE_DEVICES (indexes or UUIDs) into collection/NODE.yaml's ``gpus``
@@ -133,9 +134,10 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         problems.append(f"{JOB_FILE}: expected a mapping, got {type(raw).__name__}")
     node_facts = _load_node_facts(root, problems)
     files = _list_files(root, job, problems)
-    origins, skews, gpus, complete = _load_collection_records(root, problems)
+    origins, skews, gpus, complete, uncut = _load_collection_records(root, problems)
     return Bundle(root=root, job=job, files=files, node_facts=node_facts, problems=problems,
-                  kernel_origins=origins, kernel_complete=complete, clock_skews=skews, job_gpus=gpus)
+                  kernel_origins=origins, kernel_complete=complete, kernel_uncut=uncut, clock_skews=skews,
+                  job_gpus=gpus)
 
 
 # Where a node's kernel log came from, as the collector records it (collection.yaml, source kernel_log).
@@ -158,19 +160,22 @@ def shipped_kernel_record(node: str) -> dict[str, Any]:
 
 
 def _load_collection_records(root: Path, problems: list[str]
-                             ) -> tuple[dict[str, str], dict[str, float], dict[str, tuple[str, ...]], frozenset[str]]:
+                             ) -> tuple[dict[str, str], dict[str, float], dict[str, tuple[str, ...]], frozenset[str],
+                                        frozenset[str]]:
     """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
     that node's kernel log (a record without one says ``unrecorded``), how far its clock was behind
     the controller's at the Epilog (``clock_skew_s``, when the collector could tell) and the GPUs the job had
     there (``gpus``: SLURM_JOB_GPUS, '0,1' or '0-3', or CUDA_VISIBLE_DEVICES' indexes or UUIDs), and the nodes whose
-    kernel log the collector read whole (its state ``ok``)."""
+    kernel log the collector read whole (its state ``ok``), and of those the ones it gave no reason for (a window
+    larger than its cap, a tail kept)."""
     origins: dict[str, str] = {}
     skews: dict[str, float] = {}
     gpus: dict[str, tuple[str, ...]] = {}
     complete: set[str] = set()
+    uncut: set[str] = set()
     folder = root / "collection"
     if not folder.is_dir() or folder.is_symlink():
-        return origins, skews, gpus, frozenset()
+        return origins, skews, gpus, frozenset(), frozenset()
     for path in sorted(folder.iterdir()):
         if path.suffix not in (".yaml", ".yml"):
             continue
@@ -186,11 +191,13 @@ def _load_collection_records(root: Path, problems: list[str]
                 origin = value if value in KERNEL_ORIGINS else "unrecorded"
                 if entry.get("state") == "ok":
                     complete.add(path.stem)
+                    if not _text(entry.get("reason")):
+                        uncut.add(path.stem)
         origins[path.stem] = origin
         named = _gpu_list(raw.get("gpus") if isinstance(raw, dict) else None)
         if named:
             gpus[path.stem] = named
-    return origins, skews, gpus, frozenset(complete)
+    return origins, skews, gpus, frozenset(complete), frozenset(uncut)
 
 
 def _gpu_list(value: Any) -> tuple[str, ...]:

@@ -332,13 +332,9 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                          "named")
         elif culprits and _unbacked_app_claim(ctx, root):
             culprits = []
-            if root.kind in _SLURM_NODE_REFUSALS:
-                notes.append(f"only the job's output says {root.node} refused the step, and that node's epilog "
-                             "answered with its journal: the node is not named (its slurmd log and sinfo -R tell)")
-            else:
-                part = "GPU" if root.category in _GPU_CATEGORIES else "network adapter"
-                notes.append(f"only the application's output says {root.node}'s {part} failed, and that node's own "
-                             f"kernel log, collected for the job, holds no {part} error: the node is not named")
+            part = "GPU" if root.category in _GPU_CATEGORIES else "network adapter"
+            notes.append(f"only the application's output says {root.node}'s {part} failed, and that node's own "
+                         f"kernel log, collected for the job, holds no {part} error: the node is not named")
         elif culprits and _unverified_kernel_claim(ctx, root):
             # the fault may be the kernel's or a user's forgery: the evidence does not decide, and names nobody
             return _decide(ctx, rule_, status="ambiguous", category=root.category, responsible=root.responsible,
@@ -396,29 +392,37 @@ def _loss_reports(ctx: EngineContext) -> list[Symptom]:
 
 
 _GPU_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink")
-# srun's and slurmstepd's words that a node refused the job's step (auth_munge.c, req.c's prolog notice, the task
-# launch): lines in the job's output, which the user can print as well
-_SLURM_NODE_REFUSALS = frozenset({"auth_error", "prolog_failure", "step_launch_error"})
 
 
 def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
     """A GPU or adapter fault only the job's own output reports (its text is the user's to write: a printed
-    line, a forged rank prefix or host prefix) on a node whose kernel log the epilog collected (any origin it
-    recorded: a syslog file may hold a forged line, but it lacks none of the kernel's) and that shows no fault of
-    that kind of its own, within the window or not. Slurm's words that a node
-    refused the job (munge, the prolog, the task launch) have no kernel counterpart: printed by the job alone, on a
-    node whose epilog answered with its journal, they name no node either."""
-    if root.kind in _SLURM_NODE_REFUSALS and root.node and all(e.source == SOURCE_APP for e in root.evidence):
-        return ctx.bundle.kernel_origin(root.node) in TRUSTED_KERNEL_ORIGINS
+    line, a forged rank prefix or host prefix) on a node whose kernel log the epilog collected (a trusted origin,
+    or the node's syslog file read whole: :func:`_whole_syslog_file`) and that shows no fault of
+    that kind of its own, within the window or not."""
     kinds = _GPU_CATEGORIES if root.category in _GPU_CATEGORIES else (root.category,)
     if root.category not in (*_GPU_CATEGORIES, "network") or not root.node \
             or any(e.source != SOURCE_APP for e in root.evidence):
         return False
-    if ctx.bundle.kernel_origin(root.node) not in KERNEL_ORIGINS:
-        return False  # a kernel log the collector recorded reading: a syslog file can hold a forged line, but it
-        # misses none of the kernel's (what it lacks, the kernel did not say)
+    origin = ctx.bundle.kernel_origin(root.node)
+    if origin not in TRUSTED_KERNEL_ORIGINS and not _whole_syslog_file(ctx, root.node, origin):
+        return False
     return not any(s.node == root.node and s.category in kinds and s.evidence
                    and s.evidence[0].source != SOURCE_APP for s in ctx.symptoms)
+
+
+def _whole_syslog_file(ctx: EngineContext, node: str, origin: str) -> bool:
+    """The node's syslog file (kern.log, /var/log/messages) as its collector read it whole: a file a user can write
+    a forged line into but that holds every kernel line of the window, so what it lacks the kernel did not say. Not
+    a shipper's record (a query that timed out or hit its cap keeps its state), not a node whose bundle never came,
+    not a file whose record says it was cut, and not one in which a kernel-looking line was refused (a real line
+    under a host name the engine did not know would then read as no line at all)."""
+    if origin not in ("mixed-file", "kern-file") or node not in ctx.bundle.kernel_uncut:
+        return False
+    if any(n == node and state == "missing" for n, state in ctx.job.node_bundles):
+        return False
+    head = f"syslog/{node}"
+    return not any(note.startswith(head) and "refused as evidence" in note
+                   for cov in ctx.coverage.values() for note in cov.notes)
 
 
 def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
