@@ -118,6 +118,11 @@ class JobFacts:
         return self._node_ranks.get(node, [])
 
     @cached_property
+    def missing_bundles(self) -> tuple[str, ...]:
+        """The nodes whose node bundle never arrived (:attr:`node_bundles`), in its order."""
+        return tuple(node for node, state in self.node_bundles if state == "missing")
+
+    @cached_property
     def node_set(self) -> frozenset[str]:
         """:attr:`nodes` for membership tests: a line's host is looked up once per symptom."""
         return frozenset(self.nodes)

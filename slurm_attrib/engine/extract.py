@@ -330,6 +330,10 @@ class SymptomCaps:
                 for rule_id, count in sorted(self.dropped.items())]
 
 
+# the words of KernelLines' coverage notes for the kernel-looking lines it refused, which outcome looks for per file
+REFUSED_AS_EVIDENCE = "refused as evidence"
+
+
 class KernelLines:
     """Whether a kernel-rule match is the kernel's word about this file's node, and how far it is trusted.
 
@@ -421,7 +425,7 @@ class KernelLines:
         seen[0] += 1
 
     def notes(self, rel: str) -> list[str]:
-        return [f"{rel}: {count} kernel-looking line(s) refused as evidence: {reason} (first: line {first})"
+        return [f"{rel}: {count} kernel-looking line(s) {REFUSED_AS_EVIDENCE}: {reason} (first: line {first})"
                 for reason, (count, first) in sorted(self.counts.items())]
 
 

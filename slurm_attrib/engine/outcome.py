@@ -11,6 +11,7 @@ from ..errors import RuleError
 from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
+from .extract import REFUSED_AS_EVIDENCE
 from .filters import matches_when
 from .params import list_map, record_map, str_list, str_map
 from .refine import forgeable, lost_unreported
@@ -145,10 +146,8 @@ def _hung_report(ctx: EngineContext, kinds: tuple[str, ...]) -> Optional[Symptom
     and the job's end are known) before the cancel: one in the last moments is the cancel's consequence."""
     if not kinds:
         return None
-    end = ctx.job.end
-    latest = end - ctx.tolerance(ctx.settings.skew_s) if end is not None else None
     return next((s for s in ctx.symptoms if s.kind in kinds and s.dropped is None
-                 and (latest is None or s.time is None or s.time < latest)), None)
+                 and not _in_last_moments(ctx, s)), None)
 
 
 # slurmstepd's and srun's words that Slurm itself ended the job (req.c: CANCELLED AT <t> [DUE TO ...])
@@ -167,7 +166,7 @@ def _lost_nodes(ctx: EngineContext) -> list[str]:
     NODE_FAIL) whose facts, written by the collector after the job, say it booted after the job began and no later
     than _REBOOT_AFTER_END after its end: it went down during the job and came back."""
     named = {s.node for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node}
-    missing = {node for node, state in ctx.job.node_bundles if state == "missing"}
+    missing = set(ctx.job.missing_bundles)
     rebooted = set()
     start, end = ctx.job.start, ctx.job.end
     if ctx.job.state == "NODE_FAIL" and start is not None and end is not None:
@@ -215,7 +214,7 @@ def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Sympto
 
 def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) -> int:
     reports = [s for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node]
-    missing = [node for node, state in ctx.job.node_bundles if state == "missing"]
+    missing = list(ctx.job.missing_bundles)
     unreadable = [f"{node} ({state})" for node, state in ctx.job.node_bundles if state not in ("ok", "missing")]
     culprits = _lost_nodes(ctx)
     root = min(reports, key=Symptom.sort_key) if reports else None
@@ -272,7 +271,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
     if ctx.outcome.decided_by:
         return 0
     notes = list(ctx.outcome.annotations)
-    missing = [node for node, state in ctx.job.node_bundles if state == "missing"]
+    missing = list(ctx.job.missing_bundles)
     if missing:  # a node whose evidence never arrived may hold the cause the others only echo
         notes.append("no node bundle arrived from " + ", ".join(missing))
     if _succeeded(ctx, str_list(rule_, "success_states")) and ctx.leaders:
@@ -418,10 +417,10 @@ def _whole_syslog_file(ctx: EngineContext, node: str, origin: str) -> bool:
     under a host name the engine did not know would then read as no line at all)."""
     if origin not in ("mixed-file", "kern-file") or node not in ctx.bundle.kernel_uncut:
         return False
-    if any(n == node and state == "missing" for n, state in ctx.job.node_bundles):
+    if node in ctx.job.missing_bundles:
         return False
     head = f"syslog/{node}"
-    return not any(note.startswith(head) and "refused as evidence" in note
+    return not any(note.startswith(head) and REFUSED_AS_EVIDENCE in note
                    for cov in ctx.coverage.values() for note in cov.notes)
 
 

@@ -316,7 +316,7 @@ def lost_unreported(ctx: EngineContext) -> set[str]:
     printed): they failed by more than anyone's words, which confirms a claim about them."""
     if ctx.job.state != "NODE_FAIL":
         return set()
-    return {node for node, state in ctx.job.node_bundles if state == "missing"}
+    return set(ctx.job.missing_bundles)
 
 
 def _confirmed_fault(sym: Symptom) -> bool:
