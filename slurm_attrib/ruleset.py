@@ -64,9 +64,31 @@ class Match:
     def regex(self) -> re.Pattern[str]:
         return re.compile(self.pattern)
 
+    @property
+    def ignores_case(self) -> bool:
+        """Whether the regex ignores case ('(?i)'), read without compiling it: an engine's start compiles no
+        rule's regex, only the first line a rule's prefilter pattern finds does."""
+        return bool(leading_flags(self.pattern) & re.IGNORECASE)
+
     @cached_property
     def exclude(self) -> Optional[re.Pattern[str]]:
         return re.compile(self.exclude_pattern) if self.exclude_pattern else None
+
+
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_FLAG_BITS = {"a": re.ASCII, "i": re.IGNORECASE, "L": re.LOCALE, "m": re.MULTILINE, "s": re.DOTALL,
+              "u": re.UNICODE, "x": re.VERBOSE}
+
+
+def leading_flags(pattern: str) -> int:
+    """The flags a pattern sets for its whole self: Python accepts '(?i)' and its kin only at its start
+    (a scoped '(?i:...)' is not one)."""
+    flags, at = 0, 0
+    while (found := _GLOBAL_FLAGS.match(pattern, at)) is not None:
+        for letter in found.group(1):
+            flags |= _FLAG_BITS[letter]
+        at = found.end()
+    return flags
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ verdict."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from slurm_attrib.baseline import BaselineLog, baseline_logs, baseline_matches, write_bundle
 from slurm_attrib.engine import Engine
 from slurm_attrib.rulelint import lint
-from slurm_attrib.ruleset import load_ruleset
+from slurm_attrib.ruleset import leading_flags, load_ruleset
 from slurm_attrib.ruletest import fixture_paths, run_fixture
 
 TESTS = Path(__file__).resolve().parent
@@ -75,6 +76,20 @@ def test_every_bundled_regex_compiles() -> None:
         assert rule.match is not None
         assert rule.match.regex.pattern == rule.match.pattern
         assert (rule.match.exclude is None) == (not rule.match.exclude_pattern)
+        # the prefilter reads '(?i)' without compiling: it must agree with the compiled regex
+        assert rule.match.ignores_case == bool(rule.match.regex.flags & re.IGNORECASE), rule.id
+
+
+@pytest.mark.parametrize(("pattern", "flags"), [
+    ("(?i)nvrm: xid", re.IGNORECASE),
+    ("(?s)(?i)a.b", re.IGNORECASE | re.DOTALL),
+    ("(?ax)a b", re.ASCII | re.VERBOSE),
+    ("(?i:nvrm) xid", 0),  # scoped: not the whole regex's
+    ("a(?i)", 0),  # not at the start: Python refuses to compile it, and it sets nothing here
+    ("\\(?i)x", 0),
+])
+def test_leading_flags_reads_only_the_whole_patterns_flags(pattern: str, flags: int) -> None:
+    assert leading_flags(pattern) == flags
 
 
 HOSTILE_FILLERS = ("a" * 30000, "0:" * 15000, "[" * 30000, "a " * 15000, "x." * 15000)

@@ -14,7 +14,6 @@ import functools
 import hashlib
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -71,7 +70,7 @@ def anchor_pattern(rule: Rule) -> bytes:
 
 def folds_case(rule: Rule) -> bool:
     """Whether the rule's regex ignores case ('(?i)'): then its anchors are found in any case too."""
-    return bool(rule.match and rule.match.regex.flags & re.IGNORECASE)
+    return bool(rule.match and rule.match.ignores_case)
 
 
 def folded_anchors(rules: Sequence[Rule]) -> frozenset[str]:
