@@ -225,8 +225,9 @@ EXECUTION_FAILED = re.compile(r"\bCU(?:BLAS|DNN)_STATUS_EXECUTION_FAILED\b")
 _NAME = re.compile(r"\b(?:cudaError\w+|hipError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
 # 'code=802(', '(code #214,', 'error code 214', 'Error 802: ', 'Cuda failure 802 ', 'runtime error (802)',
 # glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to', geryon's (LAMMPS GPU package) 'Cuda driver error
-# 804 in call at file'
-_CODE = re.compile(r"(?i)(?:\bcode=|\(code\s*#?|error code:?\s*|\berror\s+(?=\d+:)|cuda failure\s+|"
+# 804 in call at file', torch_memory_saver's 'CUresult error  result=2 file=' and 'CUresult error: 2 (out of memory)'
+_CODE = re.compile(r"(?i)(?:\bcode=|(?:curesult|cudaerror|hiperror_t) error(?::\s*|\s+result=)|\(code\s*#?|"
+                   r"error code:?\s*|\berror\s+(?=\d+:)|cuda failure\s+|"
                    r"cuda driver error\s+(?=\d+ in call)|"
                    r"runtime error \(|cudaSuccess == \w+ \(0 vs\.\s*|\[(?=\d+\] Call to))(?P<code>\d{1,3})\b")
 _BY_NAME = {e.name.lower(): e for e in CUDA_ERRORS} | {e.driver.lower(): e for e in CUDA_ERRORS if e.driver} \
