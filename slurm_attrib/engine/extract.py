@@ -587,6 +587,20 @@ class _LineHandler:
         fields["node_from_label"] = True
         return True
 
+    def _launcher_node(self, label: int, local: int, fields: dict[str, Any]) -> Optional[str]:
+        """The node of srun's task ``label`` whose line carries torchrun's local-rank prefix ('2: [default1]:'), in
+        a file of many nodes' output: torchrun runs one launcher per node (srun --ntasks-per-node=1), and srun
+        gives its tasks to the step's nodes in their order, so task N ran on the job's N-th node. A rank map that
+        puts fewer than ``local``+1 ranks on that node contradicts it; then the line keeps no node."""
+        job = self.ctx.job
+        if label >= len(job.nodes):
+            return None
+        node = job.nodes[label]
+        if job.ranks and local >= len(job.node_ranks(node)):
+            return None
+        fields["node_from_launcher_task"] = label
+        return node
+
     def _collected(self, node: Optional[str], line: Line, text: str) -> tuple[Optional[str], Optional[Stream], str]:
         """A line as pdsh or clush hand it on (the DeepSpeed and Horovod launchers run ranks through them):
         ``node-03: [rank9]: Traceback ...``. Only a job node's name or address counts as the prefix, so
@@ -625,6 +639,9 @@ class _LineHandler:
         fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
         if rule.id in self.aliased:  # "host__2": one field in another wording's branch (group names are unique)
             fields = _unalias(fields)
+        if file_node is None and stream is not None and stream[0] is not None and stream[1] is None \
+                and stream[2] is not None:
+            file_node = self._launcher_node(stream[0], stream[2], fields)
         rank, local = global_rank(stream, file_node, self.ctx.job)
         labelled = stream is not None and stream[1] is None and stream[2] is None
         if labelled and rank is not None and not self._label_is_rank(rank, file_node, fields):
