@@ -452,3 +452,27 @@ def decode_nccl_result(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
         _apply(sym, Verdict("candidate", "workload", 35, "NCCL rejected how it was called (ncclInvalidUsage)",
                             category="application"))
     return True
+
+
+# --- an assertion inside the interconnect's own software -------------------------------------------
+# The source files of NCCL's network transports and plugins (net_ib.cc, net_socket.cc, aws-ofi-nccl's
+# nccl_ofi_*.c, the Omni-Path PSM2 plugin's psm2_nccl_net.c) and of the fabric libraries under them (libfabric's
+# prov/, UCX's ucp/uct/ucs, PSM2's ptl_*, rdma-core's providers, HCOLL, SHARP): a path component, so a program's
+# own 'network.py' or 'netutils.c' stays the program's
+_TRANSPORT_SOURCE = re.compile(
+    r"(?i)(?:^|/)(?:net_(?:ib|socket)\.cc|[\w-]*nccl_net[\w-]*\.c\w*|nccl_ofi[\w-]*\.c\w*|psm2?_[\w-]+\.c|"
+    r"ptl_(?:am|ips|self)/|prov/[\w-]+/|(?:ucp|uct|ucs)/|providers/(?:mlx[45]|efa|hfi1verbs)/|hcoll[\w-]*/|"
+    r"sharp[\w-]*/)")
+TRANSPORT_ASSERT = Verdict("candidate", "unknown", 40,
+                           "an assertion inside the interconnect's software (an NCCL network plugin or fabric "
+                           "library): that software's bug, or a fabric event it did not expect",
+                           category="unknown", readings=("network", "application"))
+
+
+@decoder("assert_site")
+def decode_assert_site(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A failed assertion is the asserting code's bug, except where that code is the interconnect's own software:
+    then the fabric event the plugin did not expect is as likely, and both readings stand, no node blamed."""
+    if _TRANSPORT_SOURCE.search(str(sym.fields.get("file", ""))):
+        _apply(sym, TRANSPORT_ASSERT)
+    return True
