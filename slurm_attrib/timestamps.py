@@ -174,6 +174,10 @@ _RE_TALOS = re.compile(
     _LEAD + r"(?P<host>\S+): [a-z]+: +[a-z]+: \[" + _DATE + "[Tt]" + _CLOCK + _DOT_FRAC + _OFFSET
     + r"\]:[ \t]*"
 )
+# a record as /dev/kmsg hands it out ('cat /dev/kmsg', a collector reading the device): 'PRI,SEQ,USEC,FLAGS;message'
+# (Documentation/ABI/testing/dev-kmsg), the time in microseconds since boot, further fields before the ';' in newer
+# kernels (the caller's id); the priority carries the facility, the kernel's own 0, a program's write LOG_USER
+_RE_KMSG = re.compile(_LEAD + r"(?P<kpri>\d{1,4}),\d{1,20},(?P<usec>\d{1,20}),[-+cx]{1,4}(?:,[^;\n]{0,200})?;")
 _RE_DMESG_ISO = re.compile(
     _LEAD + r"(?:(?P<dfac>[a-z]+[0-7]?) *: *[a-z]+ *: +)?" + _DATE + "T" + _CLOCK + r",(?P<f>\d+)" + _OFFSET + _END
 )
@@ -442,6 +446,17 @@ def _h_dmesg_uptime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStam
     return _stamp("dmesg_uptime", m, line, time, (note,), uptime=_uptime_of(m))
 
 
+def _h_kmsg(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """A /dev/kmsg record: microseconds since boot, absolute only when the boot time is known."""
+    micros = int(m["usec"])
+    uptime = micros / 1e6
+    if ctx.boot_time is None:
+        return _stamp("kmsg", m, line, None, ("uptime not resolved: boot time unknown",), uptime=uptime)
+    boot = _as_utc(ctx.boot_time)
+    note = f"uptime resolved with boot time {_iso_z(boot)}"
+    return _stamp("kmsg", m, line, boot + timedelta(microseconds=micros), (note,), uptime=uptime)
+
+
 def _ctime_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
     """``dmesg -T`` / ``--ctime`` ``[Mon Nov 20 10:30:05 2023]`` and bare ctime ``Mon Nov 20 10:30:05 2023``:
     local time of the node; ``date`` and some dmesg builds print a zone abbreviation before the year, used
@@ -680,6 +695,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_GLOG, re.compile(r"[\[IWEF]"), "", _yearless_handler("glog")),
     (_RE_GLOG_NOTIME, re.compile(r"\["), "", _h_glog_notime),
     (_RE_TALOS, re.compile(r"\S"), ": [", _h_talos),
+    (_RE_KMSG, re.compile(r"\d"), ";", _h_kmsg),
     (_RE_DMESG_ISO, re.compile(r"[a-z\d]"), "", _absolute_handler("dmesg_iso")),
     (_RE_RFC5424, re.compile(r"[<1]"), "", _h_rfc5424),
     (_RE_EPOCH_HOST, re.compile(r"\d"), "", _h_epoch_host),

@@ -75,6 +75,17 @@ FORMAT_CASES = [
         73309.599396, ("uptime not resolved: boot time unknown",), id="dmesg_uptime-no-boot",
     ),
     pytest.param(
+        "4,7781,14328198504,-;python invoked oom-killer: gfp_mask=0x14200ca(GFP_HIGHUSER_MOVABLE), order=0",
+        TimeContext(boot_time=BOOT), "kmsg", "2026-11-20T11:58:48.198504",
+        "python invoked oom-killer: gfp_mask=0x14200ca(GFP_HIGHUSER_MOVABLE), order=0", None, 14328.198504,
+        ("uptime resolved with boot time 2026-11-20T08:00:00Z",), id="kmsg-boot",
+    ),
+    pytest.param(
+        "6,1234,5678901234,-,caller=T123;mlx5_core 0000:3b:00.0: mlx5e_port_link_down", NO_CTX, "kmsg", None,
+        "mlx5_core 0000:3b:00.0: mlx5e_port_link_down", None, 5678.901234,
+        ("uptime not resolved: boot time unknown",), id="kmsg-caller-no-boot",
+    ),
+    pytest.param(
         "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=1582259, name=nvc:[driver]",
         NO_CTX, "dmesg_ctime", "2025-02-23T16:24:18",
         "NVRM: Xid (PCI:0000:9b:00): 119, pid=1582259, name=nvc:[driver]", None, None, (ZONE_UTC,),
@@ -898,3 +909,16 @@ def test_logread_names_the_facility_and_the_program(line: str, facility: int, ta
     parsed = parse_line_time(line, TimeContext())
     assert (parsed.fmt, parsed.time, parsed.facility, parsed.tag, parsed.uptime, parsed.message) == (
         "logread", datetime(2025, 4, 8, 16, 1, 10, tzinfo=UTC), facility, tag, uptime, message)
+
+
+@pytest.mark.parametrize(("line", "facility"), [
+    ("4,7781,594675027262,-;python invoked oom-killer: gfp_mask=0x14200ca", 0),
+    # a program's write to /dev/kmsg: LOG_USER unless it names another (kernel/printk/printk.c devkmsg_write)
+    ("12,900,5000000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", 1),
+])
+def test_kmsg_record_carries_its_facility(line: str, facility: int) -> None:
+    assert parse_line_time(line, TimeContext(boot_time=BOOT)).facility == facility
+
+
+def test_kmsg_continuation_line_is_no_record() -> None:
+    assert parse_line_time(" SUBSYSTEM=pci", TimeContext(boot_time=BOOT)).fmt == ""
