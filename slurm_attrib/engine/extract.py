@@ -446,11 +446,13 @@ def _short(text: str) -> str:
 # Yama's 'ptrace attach of "<cmdline>"[pid] was attempted by "<cmdline>"[pid]' (security/yama/yama_lsm.c), exec's
 # "process '<path>' launched '<path>' with NULL argv" (fs/exec.c), a crash report's '<comm>[pid]: segfault at ... in
 # <file>[...]' and 'traps: <comm>[pid] general protection fault ... in <file>' (arch/x86/mm/fault.c, kernel/traps.c),
-# and the audit records' comm=, exe= and proctitle= fields. A rule's words after such a head are the user's, wherever
+# the audit records' comm=, exe= and proctitle= fields, and NFSv4's 'state recovery failed for open file <dir/file>'
+# (fs/nfs/nfs4state.c, the file's last two path components). A rule's words after such a head are the user's, wherever
 # the line came from; the head is looked for before the match, in any wrapping (a JSON member, an export's field)
 _COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|process \'[^\n]{0,4096}?\' launched \''
                                r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
-                               r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)=")
+                               r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
+                               r"|state recovery failed for open file ")
 
 
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
