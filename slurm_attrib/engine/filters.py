@@ -549,6 +549,25 @@ def task_printed_slurm_lines(ctx: EngineContext, rule_: Rule) -> int:
             elif (other := _foreign_step(ctx, sym)) is not None:
                 sym.dropped = f"the step it names belongs to job {other}, not this one: another job's line"
                 count += 1
+    return count + _unplace_task_lines(ctx, set(str_list(rule_, "task_stream_kinds")))
+
+
+def _unplace_task_lines(ctx: EngineContext, kinds: set[str]) -> int:
+    """slurmstepd's lines that reach the output through a task's stream ('1: slurmstepd: error: Munge decode failed:
+    ...') read exactly as the task's own print of them: srun puts the task's number before both. The number places
+    the line on the task's node, which the task chose by printing; the symptom keeps its reading and loses the node."""
+    count = 0
+    for sym in ctx.active():
+        ref = sym.evidence[0] if sym.evidence else None
+        if sym.kind not in kinds or ref is None or ref.source != SOURCE_APP or sym.node is None \
+                or split_rank(ref.raw)[0] is None:
+            continue
+        sym.fields["node_from_task_stream"] = sym.node
+        sym.notes.append(f"placed on {sym.node} only by the task's prefix, which the task's own print of these "
+                         "words carries too: no node blamed")
+        sym.summary = f"{sym.kind.replace('_', ' ')} in a task's output (rank {sym.rank}): it names no node"
+        sym.node = None
+        count += 1
     return count
 
 
