@@ -6,6 +6,7 @@ import csv
 import json
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -523,8 +524,11 @@ class _LineHandler:
         elif self.app and "mpirank:" in line.text[:80]:
             host = prefix_host(line.text)  # the SageMaker toolkit's rank prefix names the rank's host
             node = (job_node(self.ctx, host) if host else None) or node
-        if not self.app and text[:2] == '{"' and (message := _journal_message(text)) is not None:
-            self._match(line, message, None, node, stamped=text)  # `journalctl -o json`: the rules read MESSAGE
+        if not self.app and text[:2] == '{"' and (message := _journal_message(text) or _record_message(text)) \
+                is not None:
+            # `journalctl -o json`, or a log store's JSON record (Filebeat, Fluentd, an Elasticsearch export): the
+            # rules read its message, and its other fields say when and who wrote it (wrapped_record)
+            self._match(line, message, None, node, stamped=text)
             return
         if not self._match(line, text, stream, node) and self.app:
             rest = after_log_prefix(text)  # '2023-10-12 17:31:02,118 - STDERR - ERROR - TypeError: ...'
@@ -549,7 +553,12 @@ class _LineHandler:
             if stamp is None:
                 stamp = self._stamp(line, stamped or text, stream)
                 if self.kernel:
-                    stamp = wrapped_record(text, stamp, match.start(), self.timectx)
+                    if stamped is not None:
+                        stamp = json_record_stamp(stamped, stamp, self.timectx)
+                    elif stamp.fmt == "" and text.lstrip()[:1] == '"' and _PRETTY_MEMBER.match(text):
+                        stamp = pretty_record(line, stamp, self.timectx)
+                    else:
+                        stamp = wrapped_record(text, stamp, match.start(), self.timectx)
             trust = ""
             if self.kernel:
                 trust = self.refused.trust(line, text, stamp, match.start(), rule.match.programs) or ""
@@ -718,7 +727,15 @@ _WRAPPER_FORMATS = frozenset({"", "iso8601", "python_logging", "bracket_iso"})
 _FLUENT_BIT = re.compile(r"\[\d{1,9}\] [\w.-]{1,64}: \[\[?(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,9}))?"
                          r"(?:, \{[^{}]*\}\])?, \{")
 _HOST_KEYS = ("_HOSTNAME", "hostname", "host_name", "host.name", "host", "kubernetes.host", "resource_name")
-_TAG_KEYS = ("SYSLOG_IDENTIFIER", "syslog_identifier", "ident", "programname", "program", "process.name", "tag")
+_TAG_KEYS = ("SYSLOG_IDENTIFIER", "syslog_identifier", "syslog.identifier", "ident", "identifier", "programname",
+             "program", "log.syslog.appname", "appname", "app_name", "process.name", "tag")
+# the syslog facility a record names (ECS's log.syslog.facility.code, Filebeat's syslog.facility, the journal's own):
+# the kernel writes facility 0 ('kern') only
+_FACILITY_KEYS = ("SYSLOG_FACILITY", "syslog_facility", "log.syslog.facility.code", "syslog.facility",
+                  "log.syslog.facility.name", "facility")
+_KERNEL_FACILITIES = frozenset({"0", "kern", "kernel"})
+# the message of a log store's JSON record
+_MESSAGE_KEYS = ("MESSAGE", "message", "msg", "log", "_raw")
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "date", "_time", "__REALTIME_TIMESTAMP")
 _KIBANA_TIME = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) @ (\d{2}:\d{2}:\d{2}(?:\.\d+)?)")
 
@@ -795,18 +812,97 @@ def _journal_message(text: str) -> Optional[str]:
     return None if record is None else journal_text(record.get("MESSAGE"))
 
 
+def _record_message(text: str) -> Optional[str]:
+    """The message of a log store's one-line JSON record ({"@timestamp": ..., "message": "..."}), or None for a
+    line that is not one or names no message."""
+    record = json_object(text)
+    if record is None:
+        return None
+    flat = _flatten(record)
+    message = next((flat[k] for k in _MESSAGE_KEYS if isinstance(flat.get(k), str)), None)
+    return None if message is None else message.rstrip("\r\n")
+
+
+def json_record_stamp(record: str, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
+    """What a kernel line's JSON record says about it, where the rules read the record's message: the
+    journal's own stamp and program (``journalctl -o json``) as read, a log store's record's fields."""
+    if stamp.fmt not in _WRAPPER_FORMATS:
+        return stamp
+    return _json_record(record, stamp, timectx) or stamp
+
+
+_PRETTY_MEMBER = re.compile(r'\s*"([^"\n]{1,64})"\s*:\s*'
+                            r'("(?:[^"\\\n]|\\.){0,4096}"|-?\d{1,20}(?:\.\d{1,20})?(?:[eE][+-]?\d{1,4})?|true|false|null)?'
+                            r'\s*(\{)?')
+PRETTY_RECORD_LINES = 40
+
+
+def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
+    """A kernel-looking member line ('"message" : "NVRM: ..."') of a pretty-printed JSON document (an Elasticsearch
+    or Splunk search answer saved as is, ``dmesg --json``): the record's other members, in the same object or in the
+    objects nested in it, say when it was written and by whom (identifier, transport, facility), as one-line
+    records' do. The object's braces bound it, however the document is indented."""
+    fields: dict[str, Any] = {}
+    _pretty_members((line.text,), fields, 0)
+    _pretty_members(line.preceding(PRETTY_RECORD_LINES), fields, -1)
+    _pretty_members(line.iter_following(PRETTY_RECORD_LINES), fields, 1)
+    return _json_record(json.dumps(fields), stamp, timectx) or stamp
+
+
+def _pretty_members(lines: Iterable[str], fields: dict[str, Any], way: int) -> None:
+    """The members of the lines' object and of the objects nested in it into ``fields`` (the first found wins),
+    walking ``lines`` up (``way`` -1) or down (1) until the object's own brace."""
+    depth = 0
+    for text in lines:
+        body = text.strip()
+        opens = body.endswith(("{", "["))
+        closes = body.startswith(("}", "]")) and not opens
+        if way and (closes if way > 0 else opens) and depth == 0:
+            return  # the object's own brace: the record ends here
+        if way:
+            depth += 1 if (opens if way > 0 else closes) else -1 if (closes if way > 0 else opens) else 0
+        member = _PRETTY_MEMBER.match(text)
+        if member is not None and member.group(2) is not None:
+            try:
+                fields.setdefault(member.group(1), json.loads(member.group(2)))
+            except ValueError:
+                continue
+
+
 def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
     record = json_object(text)
     if record is None:
         return None
     flat = _flatten(record)
+    uptime = flat.get("time")
+    if isinstance(uptime, (int, float)) and not isinstance(uptime, bool) and isinstance(flat.get("msg"), str):
+        return _dmesg_json(flat, float(uptime), stamp, timectx)
     host = next((flat[k] for k in _HOST_KEYS if isinstance(flat.get(k), str)), None)
     transport = flat.get("_TRANSPORT") or flat.get("transport") or flat.get("labels.transport")
     tag = journal_tag({"_TRANSPORT": transport, "SYSLOG_IDENTIFIER": next(
         (flat[k] for k in _TAG_KEYS if isinstance(flat.get(k), str)), None)})
+    facility = next((flat[k] for k in _FACILITY_KEYS if isinstance(flat.get(k), (str, int))), None)
+    if facility is not None and str(facility).strip().lower() not in _KERNEL_FACILITIES:
+        tag = f"{tag or '-'}(facility {str(facility)[:20]})"  # a program's record, whatever else it says
     when = stamp.time or _record_time(flat, timectx)
     return ParsedStamp(time=when, message=stamp.message, fmt=EXPORT_RECORD, host=host, uptime=None,
                        assumptions=stamp.assumptions, tag=tag)
+
+
+def _dmesg_json(flat: dict[str, Any], uptime: float, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
+    """A record of ``dmesg --json`` (util-linux): 'time' the seconds since boot, 'pri' the priority (its facility
+    above the level; ``-x`` names it in 'fac'), 'msg' the kernel's text. Placed with the node's boot time, as
+    dmesg's '[uptime]' is."""
+    pri, fac = flat.get("pri"), flat.get("fac")
+    facility = pri >> 3 if isinstance(pri, int) and not isinstance(pri, bool) else None
+    if isinstance(fac, str) and fac.strip():
+        facility = 0 if fac.strip().lower() in _KERNEL_FACILITIES else -1  # a name the kernel never writes
+    if timectx.boot_time is None or not 0 <= uptime < 1e9:
+        return ParsedStamp(None, stamp.message, "dmesg_json", None, uptime,
+                           (*stamp.assumptions, "uptime not resolved: boot time unknown"), None, facility)
+    boot = timectx.boot_time
+    return ParsedStamp(boot + timedelta(seconds=uptime), stamp.message, "dmesg_json", None, uptime,
+                       (*stamp.assumptions, f"uptime resolved with boot time {format_utc(boot)}"), None, facility)
 
 
 def _flatten(record: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Any]:
