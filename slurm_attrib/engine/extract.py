@@ -377,6 +377,9 @@ class KernelLines:
         if _COPIES_USER_TEXT.search(text, 0, match_start):
             self._refuse("after the head of a kernel message that copies a process's command line or file name", line)
             return None
+        if _inside_quotes(text, stamp, match_start):
+            self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
+            return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
             if tag is not None:  # the journal says which program wrote the record, wherever the match lies
@@ -447,13 +450,35 @@ def _short(text: str) -> str:
 # Yama's 'ptrace attach of "<cmdline>"[pid] was attempted by "<cmdline>"[pid]' (security/yama/yama_lsm.c), exec's
 # "process '<path>' launched '<path>' with NULL argv" (fs/exec.c), a crash report's '<comm>[pid]: segfault at ... in
 # <file>[...]' and 'traps: <comm>[pid] general protection fault ... in <file>' (arch/x86/mm/fault.c, kernel/traps.c),
-# the audit records' comm=, exe= and proctitle= fields, and NFSv4's 'state recovery failed for open file <dir/file>'
-# (fs/nfs/nfs4state.c, the file's last two path components). A rule's words after such a head are the user's, wherever
-# the line came from; the head is looked for before the match, in any wrapping (a JSON member, an export's field)
+# the audit records' comm=, exe= and proctitle= fields, NFSv4's 'state recovery failed for open file <dir/file>'
+# (fs/nfs/nfs4state.c, the file's last two path components), the pids controller's 'fork rejected by pids controller
+# in <cgroup path>' (kernel/cgroup/pids.c: a directory a user names under its own systemd slice), the mount API's
+# '<fs>: Unknown parameter '<key>'' and 'Bad value for '<key>'' (fs/fs_context.c: any user mounts tmpfs or cgroup2 in
+# a user namespace), overlayfs' 'failed to resolve '<path>'', and the memory controller's cgroup paths ('oom_memcg=',
+# 'task_memcg=', 'Memory cgroup stats for ', 'Task in <path> killed'; mm/memcontrol.c). A rule's words after such a
+# head are the user's, wherever the line came from; the head is looked for before the match, in any wrapping (a JSON
+# member, an export's field)
 _COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|process \'[^\n]{0,4096}?\' launched \''
                                r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
                                r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
-                               r"|state recovery failed for open file ")
+                               r"|state recovery failed for open file |fork rejected by pids controller in "
+                               r"|Unknown parameter '|Bad value for '|failed to resolve '|\b(?:oom|task)_memcg="
+                               r"|Memory cgroup stats for |\bTask in /")
+
+
+def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
+    """Whether a rule's match begins inside a single-quoted string of the kernel's message (an odd number of quotes
+    between the message's start and the match): the kernel quotes what it copied from a process ('<fs>: Unknown
+    parameter '<key>'', 'failed to resolve '<path>''), never its own report."""
+    start = len(text) - len(stamp.message) if text.endswith(stamp.message) else 0
+    return start <= match_start and text.count("'", start, match_start) % 2 == 1
+
+
+# bash's xtrace of a command ('+ ', '++ ' per nesting level, then the command's first word)
+_XTRACE = re.compile(r"\+{1,16} (?=[\w./$'\"\[])")
+# a line grep (-H, -r, -n, -c) prints from a log file: the file's path, its line number, then the line
+_FILE_QUOTE = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]{1,128}/){0,32}[\w.@+-]{0,128}\."
+                         r"(?:log|txt|out|err|stdout|stderr)(?:\.\d{1,4})?(?::\d{1,9})?[:-](?=\S)")
 
 
 _PDSH_HOST = re.compile(COLLECTED_HOST_PATTERN)
@@ -524,6 +549,13 @@ class _LineHandler:
         elif self.app and "mpirank:" in line.text[:80]:
             host = prefix_host(line.text)  # the SageMaker toolkit's rank prefix names the rank's host
             node = (job_node(self.ctx, host) if host else None) or node
+        if self.app and _XTRACE.match(text):
+            return  # the shell's echo of a command it runs ('+ grep -q "uncorrectable ECC" log'), not its output
+        if self.app and (from_file := _FILE_QUOTE.match(text)) is not None:
+            # grep -H's 'logs/rank1.log:<line>' (and grep -n's 'path:N:'): a line of a file, which may be another
+            # run's or another rank's; read, placed by nothing but its own words
+            self._match(line, text[from_file.end():], None, None)
+            return
         if not self.app and text[:2] == '{"' and (message := _journal_message(text) or _record_message(text)) \
                 is not None:
             # `journalctl -o json`, or a log store's JSON record (Filebeat, Fluentd, an Elasticsearch export): the
