@@ -755,9 +755,12 @@ _LOGCLI_PAIR = re.compile(r'([\w.]{1,64})="((?:[^"\\]|\\.){0,512})"')
 # what a tool that wraps a line puts first: no stamp it knows, or a bare date-time without a host or a tag
 _WRAPPER_FORMATS = frozenset({"", "iso8601", "python_logging", "bracket_iso"})
 # Fluent Bit's stdout output plugin: '[3] kmsg.0: [1733139527, {"priority"=>4, ..., "msg"=>"NVRM: ..."}]', since
-# v2.1 the stamp in a pair with the metadata ('[[1733139527.470994000, {}], {...}]')
-_FLUENT_BIT = re.compile(r"\[\d{1,9}\] [\w.-]{1,64}: \[\[?(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,9}))?"
+# v2.1 the stamp in a pair with the metadata ('[[1733139527.470994000, {}], {...}]'); its file output plugin's
+# default format is the same record without the counter, the map as JSON ('kmsg.0: [1755569066.431207000, {...}]')
+_FLUENT_BIT = re.compile(r"(?:\[\d{1,9}\] )?[\w.-]{1,64}: \[\[?(?P<epoch>\d{9,11})(?:\.(?P<frac>\d{1,9}))?"
                          r"(?:, \{[^{}]*\}\])?, \{")
+# the kmsg input's priority: the record's syslog priority, its facility above the level (the kernel's is 0)
+_FLUENT_PRIORITY = re.compile(r'"priority"\s*(?:=>|:)\s*(\d{1,4})\b')
 _HOST_KEYS = ("_HOSTNAME", "hostname", "host_name", "host.name", "host", "kubernetes.host", "resource_name")
 _TAG_KEYS = ("SYSLOG_IDENTIFIER", "syslog_identifier", "syslog.identifier", "ident", "identifier", "programname",
              "program", "log.syslog.appname", "appname", "app_name", "process.name", "tag")
@@ -779,13 +782,15 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
     (Kibana, Splunk) names them in its fields. The stamp of a plain line is returned as it is."""
     if stamp.fmt not in _WRAPPER_FORMATS:
         return stamp  # a kernel line's own stamp (dmesg, syslog, journal): what follows it is the message
-    fluent = _FLUENT_BIT.match(text) if text[:1] == "[" else None
+    fluent = _FLUENT_BIT.match(text) if text[:1] == "[" or ": [" in text[:80] else None
     if fluent is not None and fluent.end() <= match_start:
-        # Fluent Bit's stdout output: its kmsg input stamps the record with the boot time plus the kernel's own
-        # stamp (the event's time), and names no writer
+        # Fluent Bit's stdout or file output: its kmsg input stamps the record with the boot time plus the kernel's
+        # own stamp (the event's time); its priority's facility is the only word on who wrote it
         micros = int(fluent["epoch"]) * 1_000_000 + int((fluent["frac"] or "0")[:6].ljust(6, "0"))
+        priority = _FLUENT_PRIORITY.search(text, fluent.end(), match_start)
+        facility = int(priority.group(1)) >> 3 if priority is not None else None
         return ParsedStamp(time=from_epoch_micros(micros), message=stamp.message, fmt=EXPORT_RECORD, host=None,
-                           uptime=None, assumptions=stamp.assumptions, tag=None)
+                           uptime=None, assumptions=stamp.assumptions, tag=None, facility=facility)
     head = text[:match_start]
     labels = _LOGCLI_LABELS.search(head)
     if labels is not None:  # Loki logcli's '<stamp> {k="v", ...} <line>': the labels say who, the line is text
