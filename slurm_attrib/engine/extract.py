@@ -380,6 +380,12 @@ class KernelLines:
         if _inside_quotes(text, stamp, match_start):
             self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
             return None
+        if not stamp.fmt and text[:1].isspace() and (first := _record_head(line)) is not None \
+                and (_COPIES_USER_TEXT.search(first) or first.count("'") % 2 == 1):
+            # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
+            # process chose (a mount option, an xattr) makes a line of its own that only its record's head betrays
+            self._refuse("a further line of a kernel message that copies a process's text", line)
+            return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
             if tag is not None:  # the journal says which program wrote the record, wherever the match lies
@@ -455,7 +461,10 @@ def _short(text: str) -> str:
 # in <cgroup path>' (kernel/cgroup/pids.c: a directory a user names under its own systemd slice), the mount API's
 # '<fs>: Unknown parameter '<key>'' and 'Bad value for '<key>'' (fs/fs_context.c: any user mounts tmpfs or cgroup2 in
 # a user namespace), overlayfs' 'failed to resolve '<path>'', and the memory controller's cgroup paths ('oom_memcg=',
-# 'task_memcg=', 'Memory cgroup stats for ', 'Task in <path> killed'; mm/memcontrol.c). A rule's words after such a
+# 'task_memcg=', 'Memory cgroup stats for ', 'Task in <path> killed'; mm/memcontrol.c), the OOM summary's cpuset
+# ('oom-kill:...,cpuset=<cgroup name>,', before 4.19 '<comm> cpuset=<name> mems_allowed='; kernel/cgroup/cpuset.c: a
+# cgroup v1 step's cgroup belongs to the job's user), tmpfs' 'Bad mount option <option>' before 5.4 (mm/shmem.c) and
+# overlayfs' 'invalid redirect (<xattr>)' (a user's overlay in its namespace). A rule's words after such a
 # head are the user's, wherever the line came from; the head is looked for before the match, in any wrapping (a JSON
 # member, an export's field)
 _COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|process \'[^\n]{0,4096}?\' launched \''
@@ -463,7 +472,18 @@ _COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|proce
                                r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
                                r"|state recovery failed for open file |fork rejected by pids controller in "
                                r"|Unknown parameter '|Bad value for '|failed to resolve '|\b(?:oom|task)_memcg="
-                               r"|Memory cgroup stats for |\bTask in /")
+                               r"|Memory cgroup stats for |\bTask in /|\bcpuset=|Bad mount option |invalid redirect \(")
+
+
+def _record_head(line: Line) -> Optional[str]:
+    """The first line of the record an indented line without a stamp continues: the nearest line above that is
+    not indented (over the record's other further lines), or None."""
+    for text in line.preceding(16):
+        if not text.strip():
+            return None
+        if not text[:1].isspace():
+            return text
+    return None
 
 
 def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
@@ -630,6 +650,14 @@ class _LineHandler:
         fields["node_from_label"] = True
         return True
 
+    def _rank_not_the_tasks(self, label: int, rank: int) -> Optional[str]:
+        """The node of ``rank`` when it is neither where srun's task ``label`` ran as a rank (one task per rank) nor
+        as a launcher (one task per node, in the step's node order); None when they agree or the rank map is silent."""
+        job = self.ctx.job
+        placed = job.rank_node(rank)
+        tasks = {job.rank_node(label), job.nodes[label] if label < len(job.nodes) else None} - {None}
+        return placed if placed is not None and tasks and placed not in tasks else None
+
     def _launcher_node(self, label: int, local: int, fields: dict[str, Any]) -> Optional[str]:
         """The node of srun's task ``label`` whose line carries torchrun's local-rank prefix ('2: [default1]:'), in
         a file of many nodes' output: torchrun runs one launcher per node (srun --ntasks-per-node=1), and srun
@@ -704,6 +732,11 @@ class _LineHandler:
             # host's output named for its node), and the rank map places it
             fields["prefix_rank"], rank = rank, here[rank]
             local = fields["prefix_rank"]
+        if stream is not None and stream[0] is not None and stream[1] is not None and rank is not None \
+                and (placed := self._rank_not_the_tasks(stream[0], rank)) is not None:
+            # srun's label names the task that printed the line, and its '[rankN]:' a rank that runs elsewhere: a
+            # line of another rank's (a log of an earlier attempt, tailed) or a forged prefix; placed on neither
+            fields["rank_not_the_tasks"], rank = placed, None
         if local is not None:
             fields["local_rank"] = local
         # a kernel line's own host (syslog, pdsh) names its node in a file of many nodes (a central syslog);
