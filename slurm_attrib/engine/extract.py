@@ -822,8 +822,10 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
         micros = int(fluent["epoch"]) * 1_000_000 + int((fluent["frac"] or "0")[:6].ljust(6, "0"))
         priority = _FLUENT_PRIORITY.search(text, fluent.end(), match_start)
         facility = int(priority.group(1)) >> 3 if priority is not None else None
-        return ParsedStamp(time=from_epoch_micros(micros), message=stamp.message, fmt=EXPORT_RECORD, host=None,
-                           uptime=None, assumptions=stamp.assumptions, tag=None, facility=facility)
+        timed = ParsedStamp(time=from_epoch_micros(micros), message=stamp.message, fmt=EXPORT_RECORD, host=None,
+                            uptime=None, assumptions=stamp.assumptions, tag=None, facility=facility)
+        # the file output writes the map as JSON: a systemd input's record names its writer there
+        return _json_record(text[fluent.end() - 1:].rstrip().removesuffix("]"), timed, timectx) or timed
     head = text[:match_start]
     labels = _LOGCLI_LABELS.search(head)
     if labels is not None:  # Loki logcli's '<stamp> {k="v", ...} <line>': the labels say who, the line is text
@@ -948,15 +950,43 @@ def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optiona
     if isinstance(uptime, (int, float)) and not isinstance(uptime, bool) and isinstance(flat.get("msg"), str):
         return _dmesg_json(flat, float(uptime), stamp, timectx)
     host = next((flat[k] for k in _HOST_KEYS if isinstance(flat.get(k), str)), None)
-    transport = flat.get("_TRANSPORT") or flat.get("transport") or flat.get("labels.transport")
+    transport = flat.get("_TRANSPORT") or flat.get("TRANSPORT") or flat.get("transport") \
+        or flat.get("labels.transport")  # Fluent Bit's systemd input with Strip_Underscores drops the '_'
     tag = journal_tag({"_TRANSPORT": transport, "SYSLOG_IDENTIFIER": next(
         (flat[k] for k in _TAG_KEYS if isinstance(flat.get(k), str)), None)})
+    if _duplicated_writer(text):
+        tag = "duplicated-fields"  # a program sent a field the journal sets (fluent-bit #501): whose is whose?
     facility = next((flat[k] for k in _FACILITY_KEYS if isinstance(flat.get(k), (str, int))), None)
     if facility is not None and str(facility).strip().lower() not in _KERNEL_FACILITIES:
         tag = f"{tag or '-'}(facility {str(facility)[:20]})"  # a program's record, whatever else it says
     when = stamp.time or _record_time(flat, timectx)
     return ParsedStamp(time=when, message=stamp.message, fmt=EXPORT_RECORD, host=host, uptime=None,
-                       assumptions=stamp.assumptions, tag=tag)
+                       assumptions=stamp.assumptions, tag=tag, facility=stamp.facility)
+
+
+_WRITER_KEYS = frozenset({*_TAG_KEYS, *_FACILITY_KEYS, "_TRANSPORT", "TRANSPORT", "transport", "_COMM", "COMM"})
+
+
+def _duplicated_writer(text: str) -> bool:
+    """Whether a field that says who wrote the record appears twice in one object with different values: json.loads
+    keeps the last, which may be the one a program sent (Fluent Bit's systemd input passes a field a program
+    repeats)."""
+    seen = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal seen
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out and key in _WRITER_KEYS and out[key] != value:
+                seen = True
+            out[key] = value
+        return out
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return False
+    return seen
 
 
 def _dmesg_json(flat: dict[str, Any], uptime: float, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
