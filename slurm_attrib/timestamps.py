@@ -581,7 +581,7 @@ def json_object(text: str, limit: int = JOURNAL_JSON_MAX) -> dict[str, object] |
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a line of 20,000 nested brackets
         return None
     return value if isinstance(value, dict) else None
 

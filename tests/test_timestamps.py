@@ -16,6 +16,7 @@ from slurm_attrib.timestamps import (
     ParsedStamp,
     TimeContext,
     format_utc,
+    json_object,
     parse_iso,
     parse_line_time,
     zone_from_name,
@@ -922,3 +923,8 @@ def test_kmsg_record_carries_its_facility(line: str, facility: int) -> None:
 
 def test_kmsg_continuation_line_is_no_record() -> None:
     assert parse_line_time(" SUBSYSTEM=pci", TimeContext(boot_time=BOOT)).fmt == ""
+
+
+def test_a_deeply_nested_json_line_is_no_object() -> None:
+    """A line of 20,000 nested brackets (a job may print one) is not an object, and raises nothing."""
+    assert json_object('{"log": "x", "x": ' + "[" * 20000 + "]" * 20000 + "}") is None

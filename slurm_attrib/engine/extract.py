@@ -6,7 +6,6 @@ import csv
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -381,10 +380,11 @@ class KernelLines:
             self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
             return None
         if not stamp.fmt and text[:1].isspace() and (first := _record_head(line)) is not None \
-                and (_COPIES_USER_TEXT.search(first) or first.count("'") % 2 == 1):
+                and (_COPIES_USER_TEXT.search(first) or first.count("'") % 2 == 1 or _programs_record(first)):
             # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
-            # process chose (a mount option, an xattr) makes a line of its own that only its record's head betrays
-            self._refuse("a further line of a kernel message that copies a process's text", line)
+            # process chose (a mount option, an xattr, a program's own multi-line message) makes a line of its own
+            # that only its record's head betrays
+            self._refuse("a further line of a record whose head copies a process's text or is a program's", line)
             return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
@@ -473,6 +473,13 @@ _COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|proce
                                r"|state recovery failed for open file |fork rejected by pids controller in "
                                r"|Unknown parameter '|Bad value for '|failed to resolve '|\b(?:oom|task)_memcg="
                                r"|Memory cgroup stats for |\bTask in /|\bcpuset=|Bad mount option |invalid redirect \(")
+
+
+def _programs_record(head: str) -> bool:
+    """Whether a record's first line says a program wrote it (a syslog tag other than the kernel's, a facility
+    other than 0)."""
+    stamp = parse_line_time(head, TimeContext())
+    return (stamp.tag is not None and stamp.tag != "kernel") or stamp.facility not in (None, 0)
 
 
 def _record_head(line: Line) -> Optional[str]:
@@ -650,26 +657,41 @@ class _LineHandler:
         fields["node_from_label"] = True
         return True
 
-    def _rank_not_the_tasks(self, label: int, rank: int) -> Optional[str]:
-        """The node of ``rank`` when it is neither where srun's task ``label`` ran as a rank (one task per rank) nor
-        as a launcher (one task per node, in the step's node order); None when they agree or the rank map is silent."""
+    def _rank_and_task(self, label: int, rank: int) -> tuple[Optional[str], Optional[str]]:
+        """The node the rank map runs ``rank`` on, and how srun's task ``label`` agrees with it: "rank" (the task
+        ran there as that rank, one task per rank), "launcher" (only if the task was a per-node launcher, the
+        step's ``label``-th node), None (neither: the prefix names a rank of another node). (None, "rank") when
+        the rank map is silent."""
         job = self.ctx.job
         placed = job.rank_node(rank)
-        tasks = {job.rank_node(label), job.nodes[label] if label < len(job.nodes) else None} - {None}
-        return placed if placed is not None and tasks and placed not in tasks else None
+        if placed is None or placed == job.rank_node(label):
+            return placed, "rank"
+        order = self._step_nodes()
+        if label < len(order) and order[label] == placed:
+            return placed, "launcher"
+        return placed, None if job.rank_node(label) is not None or label < len(order) else "rank"
+
+    def _step_nodes(self) -> tuple[str, ...]:
+        """The nodes srun gave its tasks to, in order: the job's one step's when sacct names exactly one, else the
+        job's."""
+        steps = [step for step in self.ctx.job.steps if step.nodes]
+        return steps[0].nodes if len(steps) == 1 else self.ctx.job.nodes
 
     def _launcher_node(self, label: int, local: int, fields: dict[str, Any]) -> Optional[str]:
         """The node of srun's task ``label`` whose line carries torchrun's local-rank prefix ('2: [default1]:'), in
         a file of many nodes' output: torchrun runs one launcher per node (srun --ntasks-per-node=1), and srun
-        gives its tasks to the step's nodes in their order, so task N ran on the job's N-th node. A rank map that
-        puts fewer than ``local``+1 ranks on that node contradicts it; then the line keeps no node."""
+        gives its tasks to the step's nodes in their order, so task N ran on the step's N-th node. A rank map that
+        puts fewer than ``local``+1 ranks on that node contradicts it; then the line keeps no node. Several
+        launchers per node would put task N elsewhere, so the node is the line's place, not a node to blame."""
         job = self.ctx.job
-        if label >= len(job.nodes):
+        order = self._step_nodes()
+        if label >= len(order):
             return None
-        node = job.nodes[label]
+        node = order[label]
         if job.ranks and local >= len(job.node_ranks(node)):
             return None
-        fields["node_from_launcher_task"] = label
+        # srun may also have run several launchers per node, or the step only some nodes: a place, not blame
+        fields["node_from_launcher_task"], fields["node_from_label"] = label, True
         return node
 
     def _collected(self, node: Optional[str], line: Line, text: str) -> tuple[Optional[str], Optional[Stream], str]:
@@ -732,11 +754,14 @@ class _LineHandler:
             # host's output named for its node), and the rank map places it
             fields["prefix_rank"], rank = rank, here[rank]
             local = fields["prefix_rank"]
-        if stream is not None and stream[0] is not None and stream[1] is not None and rank is not None \
-                and (placed := self._rank_not_the_tasks(stream[0], rank)) is not None:
-            # srun's label names the task that printed the line, and its '[rankN]:' a rank that runs elsewhere: a
-            # line of another rank's (a log of an earlier attempt, tailed) or a forged prefix; placed on neither
-            fields["rank_not_the_tasks"], rank = placed, None
+        if stream is not None and stream[0] is not None and stream[1] is not None and rank is not None:
+            placed, agrees = self._rank_and_task(stream[0], rank)
+            if placed is not None and agrees is None:
+                # srun's label names the task that printed the line, and its '[rankN]:' a rank that runs elsewhere:
+                # a line of another rank's (a log of an earlier attempt, tailed) or a forged prefix; placed on neither
+                fields["rank_not_the_tasks"], rank = placed, None
+            elif agrees == "launcher" and placed != file_node:
+                fields["node_from_label"] = True  # only if the task was a per-node launcher: a place, not blame
         if local is not None:
             fields["local_rank"] = local
         # a kernel line's own host (syslog, pdsh) names its node in a file of many nodes (a central syslog);
@@ -903,58 +928,84 @@ def json_record_stamp(record: str, stamp: ParsedStamp, timectx: TimeContext) -> 
     return _json_record(record, stamp, timectx) or stamp
 
 
-_PRETTY_MEMBER = re.compile(r'\s*"([^"\n]{1,64})"\s*:\s*'
-                            r'("(?:[^"\\\n]|\\.){0,4096}"|-?\d{1,20}(?:\.\d{1,20})?(?:[eE][+-]?\d{1,4})?|true|false|null)?'
-                            r'\s*(\{)?')
-PRETTY_RECORD_LINES = 40
+# a member line of a pretty-printed JSON object: its key ('"message" : ', '"_source" : {')
+_PRETTY_MEMBER = re.compile(r'\s*"[^"\n]{1,64}"\s*:')
+PRETTY_RECORD_LINES = 200  # a pretty-printed record's lines on either side of its message
+PRETTY_RECORD_CHARS = 1 << 20
 
 
 def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
     """A kernel-looking member line ('"message" : "NVRM: ..."') of a pretty-printed JSON document (an Elasticsearch
-    or Splunk search answer saved as is, ``dmesg --json``): the record's other members, in the same object or in the
-    objects nested in it, say when it was written and by whom (identifier, transport, facility), as one-line
-    records' do. The object's braces bound it, however the document is indented."""
-    fields: dict[str, Any] = {}
-    _pretty_members((line.text,), fields, 0)
-    _pretty_members(line.preceding(PRETTY_RECORD_LINES), fields, -1)
-    _pretty_members(line.iter_following(PRETTY_RECORD_LINES), fields, 1)
-    return _json_record(json.dumps(fields), stamp, timectx) or stamp
-
-
-def _pretty_members(lines: Iterable[str], fields: dict[str, Any], way: int) -> None:
-    """The members of the lines' object and of the objects nested in it into ``fields`` (the first found wins),
-    walking ``lines`` up (``way`` -1) or down (1) until the object's own brace."""
+    or Splunk search answer saved as is, ``dmesg --json``): the record it belongs to (the outermost object around
+    it that is not a member of another, bounded by its braces however the document is indented) is parsed whole,
+    and its fields say when it was written and by whom, as one-line records' do. A record that does not parse, or
+    is longer than the look around it, names an unknown writer: the line is no one's word."""
+    above: list[str] = []
+    climbed = 0  # the objects around the line left on the way up: the way down closes as many, then the record
     depth = 0
-    for text in lines:
+    root = None
+    for text in line.preceding(PRETTY_RECORD_LINES):
         body = text.strip()
-        opens = body.endswith(("{", "["))
-        closes = body.startswith(("}", "]")) and not opens
-        if way and (closes if way > 0 else opens) and depth == 0:
-            return  # the object's own brace: the record ends here
-        if way:
-            depth += 1 if (opens if way > 0 else closes) else -1 if (closes if way > 0 else opens) else 0
-        member = _PRETTY_MEMBER.match(text)
-        if member is not None and member.group(2) is not None:
-            try:
-                fields.setdefault(member.group(1), json.loads(member.group(2)))
-            except ValueError:
-                continue
+        closes, opens = body.startswith(("}", "]")), body.endswith(("{", "["))
+        if closes and opens:
+            if depth == 0:
+                root = "{"  # '},{': the record before this one ends, the line's begins
+                break
+        elif closes:
+            depth += 1
+        elif opens:
+            if depth > 0:
+                depth -= 1
+            elif body.endswith("[") or _PRETTY_MEMBER.match(text) is None:
+                root = body[body.rindex("{"):] if body.endswith("{") else None  # a bare '{': the record's
+                break
+            else:
+                climbed += 1  # '"_source" : {': an object the line's record holds
+        above.append(text)
+    below: list[str] = []
+    depth = climbed + 1
+    for text in line.iter_following(PRETTY_RECORD_LINES):
+        body = text.strip()
+        if body.startswith(("}", "]")):
+            depth -= 1
+            if depth == 0:
+                below.append("}")
+                break
+        if body.endswith(("{", "[")):
+            depth += 1
+        below.append(text)
+    joined = "\n".join([root or "", *reversed(above), line.text, *below])
+    record = json_object(joined, PRETTY_RECORD_CHARS) if root is not None and depth == 0 else None
+    if record is None:
+        return replace(stamp, fmt=EXPORT_RECORD, tag="unparsed-record")
+    return _record_stamp(record, _duplicated_writer(joined), stamp, timectx)
 
 
 def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
     record = json_object(text)
     if record is None:
         return None
+    return _record_stamp(record, _duplicated_writer(text), stamp, timectx)
+
+
+# the members of a 'dmesg --json' record (util-linux): a record with any other is a log store's
+_DMESG_JSON_KEYS = frozenset({"pri", "fac", "time", "msg", "caller", "seq"})
+
+
+def _record_stamp(record: dict[str, Any], duplicated: bool, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
+    """What a JSON record's fields say about its line: when (its time fields), on which host, and who wrote it (its
+    identifier and transport, its facility; a writer field given twice with different values names no one)."""
     flat = _flatten(record)
-    uptime = flat.get("time")
-    if isinstance(uptime, (int, float)) and not isinstance(uptime, bool) and isinstance(flat.get("msg"), str):
+    uptime = record.get("time")
+    if isinstance(uptime, (int, float)) and not isinstance(uptime, bool) and isinstance(record.get("msg"), str) \
+            and set(record) <= _DMESG_JSON_KEYS:
         return _dmesg_json(flat, float(uptime), stamp, timectx)
     host = next((flat[k] for k in _HOST_KEYS if isinstance(flat.get(k), str)), None)
     transport = flat.get("_TRANSPORT") or flat.get("TRANSPORT") or flat.get("transport") \
         or flat.get("labels.transport")  # Fluent Bit's systemd input with Strip_Underscores drops the '_'
     tag = journal_tag({"_TRANSPORT": transport, "SYSLOG_IDENTIFIER": next(
         (flat[k] for k in _TAG_KEYS if isinstance(flat.get(k), str)), None)})
-    if _duplicated_writer(text):
+    if duplicated:
         tag = "duplicated-fields"  # a program sent a field the journal sets (fluent-bit #501): whose is whose?
     facility = next((flat[k] for k in _FACILITY_KEYS if isinstance(flat.get(k), (str, int))), None)
     if facility is not None and str(facility).strip().lower() not in _KERNEL_FACILITIES:
