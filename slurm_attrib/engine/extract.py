@@ -379,7 +379,7 @@ class KernelLines:
         if _inside_quotes(text, stamp, match_start):
             self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
             return None
-        if not stamp.fmt and text[:1].isspace() and (first := _record_head(line)) is not None \
+        if line.text[len(line.lead):][:1].isspace() and (first := _record_head(line)) is not None \
                 and (_COPIES_USER_TEXT.search(first) or first.count("'") % 2 == 1 or _programs_record(first)):
             # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
             # process chose (a mount option, an xattr, a program's own multi-line message) makes a line of its own
@@ -483,12 +483,10 @@ def _programs_record(head: str) -> bool:
 
 
 def _record_head(line: Line) -> Optional[str]:
-    """The first line of the record an indented line without a stamp continues: the nearest line above that is
-    not indented (over the record's other further lines), or None."""
-    for text in line.preceding(16):
-        if not text.strip():
-            return None
-        if not text[:1].isspace():
+    """The first line of the record an indented line continues: the nearest line above that is not indented (over
+    the record's other further lines, blank ones too, whatever stamps they carry), or None."""
+    for text in line.preceding(64):
+        if text.strip() and not text[:1].isspace():
             return text
     return None
 
@@ -501,6 +499,7 @@ def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
     return start <= match_start and text.count("'", start, match_start) % 2 == 1
 
 
+_NUMBERED_STEP = re.compile(r"\.\d{1,9}$")
 # bash's xtrace of a command ('+ ', '++ ' per nesting level, then the command's first word)
 _XTRACE = re.compile(r"\+{1,16} (?=[\w./$'\"\[])")
 # a line grep (-H, -r, -n, -c) prints from a log file: the file's path, its line number, then the line
@@ -615,7 +614,10 @@ class _LineHandler:
                     if stamped is not None:
                         stamp = json_record_stamp(stamped, stamp, self.timectx)
                     elif stamp.fmt == "" and text.lstrip()[:1] == '"' and _PRETTY_MEMBER.match(text):
-                        stamp = pretty_record(line, stamp, self.timectx)
+                        whole = pretty_record(line, stamp, self.timectx)
+                        inner = wrapped_record(text, stamp, match.start(), self.timectx) \
+                            if whole.tag == NO_WRITER else whole  # a syslog header in the message names it
+                        stamp = inner if inner is not stamp and inner.tag else whole
                     else:
                         stamp = wrapped_record(text, stamp, match.start(), self.timectx)
             trust = ""
@@ -672,9 +674,9 @@ class _LineHandler:
         return placed, None if job.rank_node(label) is not None or label < len(order) else "rank"
 
     def _step_nodes(self) -> tuple[str, ...]:
-        """The nodes srun gave its tasks to, in order: the job's one step's when sacct names exactly one, else the
-        job's."""
-        steps = [step for step in self.ctx.job.steps if step.nodes]
+        """The nodes srun gave its tasks to, in order: the job's one numbered step's when sacct names exactly one
+        (the batch and extern steps are not srun's), else the job's."""
+        steps = [step for step in self.ctx.job.steps if step.nodes and _NUMBERED_STEP.search(step.id)]
         return steps[0].nodes if len(steps) == 1 else self.ctx.job.nodes
 
     def _launcher_node(self, label: int, local: int, fields: dict[str, Any]) -> Optional[str]:
@@ -849,8 +851,10 @@ def wrapped_record(text: str, stamp: ParsedStamp, match_start: int, timectx: Tim
         facility = int(priority.group(1)) >> 3 if priority is not None else None
         timed = ParsedStamp(time=from_epoch_micros(micros), message=stamp.message, fmt=EXPORT_RECORD, host=None,
                             uptime=None, assumptions=stamp.assumptions, tag=None, facility=facility)
-        # the file output writes the map as JSON: a systemd input's record names its writer there
-        return _json_record(text[fluent.end() - 1:].rstrip().removesuffix("]"), timed, timectx) or timed
+        # the file output writes the map as JSON: a systemd input's record names its writer there (a tail input's
+        # line with dmesg --json's keys is still the shipped file's, not the ring buffer's)
+        return _json_record(text[fluent.end() - 1:].rstrip().removesuffix("]"), timed, timectx, dmesg=False) \
+            or timed
     head = text[:match_start]
     labels = _LOGCLI_LABELS.search(head)
     if labels is not None:  # Loki logcli's '<stamp> {k="v", ...} <line>': the labels say who, the line is text
@@ -932,6 +936,7 @@ def json_record_stamp(record: str, stamp: ParsedStamp, timectx: TimeContext) -> 
 _PRETTY_MEMBER = re.compile(r'\s*"[^"\n]{1,64}"\s*:')
 PRETTY_RECORD_LINES = 200  # a pretty-printed record's lines on either side of its message
 PRETTY_RECORD_CHARS = 1 << 20
+NO_WRITER = "no-writer"  # the tag of a pretty-printed record that names no writer (refused unless its text does)
 
 
 def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
@@ -947,10 +952,12 @@ def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Parse
     for text in line.preceding(PRETTY_RECORD_LINES):
         body = text.strip()
         closes, opens = body.startswith(("}", "]")), body.endswith(("{", "["))
-        if closes and opens:
+        if (closes and opens) or (body.endswith("{") and body[:-1].rstrip().endswith("[")):
             if depth == 0:
-                root = "{"  # '},{': the record before this one ends, the line's begins
+                root = "{"  # '},{' or '"hits" : [ {': the line's record begins at this brace
                 break
+            if not closes:
+                depth -= 1  # '[ {' above a record the walk has closed: it opens an array and that record
         elif closes:
             depth += 1
         elif opens:
@@ -978,27 +985,33 @@ def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Parse
     record = json_object(joined, PRETTY_RECORD_CHARS) if root is not None and depth == 0 else None
     if record is None:
         return replace(stamp, fmt=EXPORT_RECORD, tag="unparsed-record")
-    return _record_stamp(record, _duplicated_writer(joined), stamp, timectx)
+    found = _record_stamp(record, _duplicated_writer(joined), stamp, timectx)
+    if found.fmt == EXPORT_RECORD and found.tag is None and found.facility is None:
+        # a record that names no writer at all (an object in an array of a program's own record, whatever its
+        # depth): nothing says the kernel wrote it
+        return replace(found, tag=NO_WRITER)
+    return found
 
 
-def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext) -> Optional[ParsedStamp]:
+def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext, dmesg: bool = True) -> Optional[ParsedStamp]:
     record = json_object(text)
     if record is None:
         return None
-    return _record_stamp(record, _duplicated_writer(text), stamp, timectx)
+    return _record_stamp(record, _duplicated_writer(text), stamp, timectx, dmesg)
 
 
 # the members of a 'dmesg --json' record (util-linux): a record with any other is a log store's
 _DMESG_JSON_KEYS = frozenset({"pri", "fac", "time", "msg", "caller", "seq"})
 
 
-def _record_stamp(record: dict[str, Any], duplicated: bool, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
+def _record_stamp(record: dict[str, Any], duplicated: bool, stamp: ParsedStamp, timectx: TimeContext,
+                  dmesg: bool = True) -> ParsedStamp:
     """What a JSON record's fields say about its line: when (its time fields), on which host, and who wrote it (its
     identifier and transport, its facility; a writer field given twice with different values names no one)."""
     flat = _flatten(record)
     uptime = record.get("time")
-    if isinstance(uptime, (int, float)) and not isinstance(uptime, bool) and isinstance(record.get("msg"), str) \
-            and set(record) <= _DMESG_JSON_KEYS:
+    if dmesg and isinstance(uptime, (int, float)) and not isinstance(uptime, bool) \
+            and isinstance(record.get("msg"), str) and set(record) <= _DMESG_JSON_KEYS:
         return _dmesg_json(flat, float(uptime), stamp, timectx)
     host = next((flat[k] for k in _HOST_KEYS if isinstance(flat.get(k), str)), None)
     transport = flat.get("_TRANSPORT") or flat.get("TRANSPORT") or flat.get("transport") \
