@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
-from typing import Optional
+from typing import Any, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
@@ -433,28 +433,27 @@ def _uptime_of(m: re.Match[str]) -> float | None:
 # --- one handler per format ---------------------------------------------------------------------------
 
 
+def since_boot(ctx: TimeContext, micros: int) -> tuple[datetime | None, str]:
+    """The time ``micros`` microseconds after the node's boot (None when the boot time is unknown), and the note
+    that says how the line was placed: dmesg's '[uptime]', /dev/kmsg's and ``dmesg --json``'s seconds since boot."""
+    if ctx.boot_time is None:
+        return None, "uptime not resolved: boot time unknown"
+    boot = _as_utc(ctx.boot_time)
+    return boot + timedelta(microseconds=micros), f"uptime resolved with boot time {_iso_z(boot)}"
+
+
 def _h_dmesg_uptime(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """``[12345.678901] msg``: seconds since boot, absolute only when the boot time is known."""
     seconds, fraction = m["up"].split(".")
-    if ctx.boot_time is None:
-        return _stamp(
-            "dmesg_uptime", m, line, None, ("uptime not resolved: boot time unknown",), uptime=_uptime_of(m)
-        )
-    boot = _as_utc(ctx.boot_time)
-    time = boot + timedelta(seconds=int(seconds), microseconds=_micros(fraction))
-    note = f"uptime resolved with boot time {_iso_z(boot)}"
+    time, note = since_boot(ctx, int(seconds) * 1_000_000 + _micros(fraction))
     return _stamp("dmesg_uptime", m, line, time, (note,), uptime=_uptime_of(m))
 
 
 def _h_kmsg(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """A /dev/kmsg record: microseconds since boot, absolute only when the boot time is known."""
     micros = int(m["usec"])
-    uptime = micros / 1e6
-    if ctx.boot_time is None:
-        return _stamp("kmsg", m, line, None, ("uptime not resolved: boot time unknown",), uptime=uptime)
-    boot = _as_utc(ctx.boot_time)
-    note = f"uptime resolved with boot time {_iso_z(boot)}"
-    return _stamp("kmsg", m, line, boot + timedelta(microseconds=micros), (note,), uptime=uptime)
+    time, note = since_boot(ctx, micros)
+    return _stamp("kmsg", m, line, time, (note,), uptime=micros / 1e6)
 
 
 def _ctime_handler(fmt: str) -> Callable[[re.Match[str], str, TimeContext], Optional[ParsedStamp]]:
@@ -574,13 +573,14 @@ def from_epoch_micros(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
 
 
-def json_object(text: str, limit: int = JOURNAL_JSON_MAX) -> dict[str, object] | None:
+def json_object(text: str, limit: int = JOURNAL_JSON_MAX,
+                pairs: Callable[[list[tuple[str, Any]]], Any] | None = None) -> dict[str, object] | None:
     """``text`` read as one JSON object, or None: not JSON, not an object, or longer than ``limit`` characters
-    (a log line that only looks like a record is not parsed at any length)."""
+    (a log line that only looks like a record is not parsed at any length). ``pairs``: json's object_pairs_hook."""
     if len(text) > limit:
         return None
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=pairs)
     except (ValueError, RecursionError):  # RecursionError: a line of 20,000 nested brackets
         return None
     return value if isinstance(value, dict) else None

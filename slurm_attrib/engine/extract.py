@@ -36,6 +36,7 @@ from ..scan import (
     will_count,
 )
 from ..timestamps import (
+    JOURNAL_JSON_MAX,
     JOURNAL_RECORD_FORMATS,
     SYSLOG_FORMATS,
     ParsedStamp,
@@ -47,6 +48,7 @@ from ..timestamps import (
     json_object,
     parse_iso,
     parse_line_time,
+    since_boot,
 )
 from . import prefilter as prefilters
 from .context import EngineContext
@@ -981,11 +983,11 @@ def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Parse
         if body.endswith(("{", "[")):
             depth += 1
         below.append(text)
-    joined = "\n".join([root or "", *reversed(above), line.text, *below])
-    record = json_object(joined, PRETTY_RECORD_CHARS) if root is not None and depth == 0 else None
+    record, duplicated = _parse_record("\n".join([root or "", *reversed(above), line.text, *below]),
+                                       PRETTY_RECORD_CHARS) if root is not None and depth == 0 else (None, False)
     if record is None:
         return replace(stamp, fmt=EXPORT_RECORD, tag="unparsed-record")
-    found = _record_stamp(record, _duplicated_writer(joined), stamp, timectx)
+    found = _record_stamp(record, duplicated, stamp, timectx)
     if found.fmt == EXPORT_RECORD and found.tag is None and found.facility is None:
         # a record that names no writer at all (an object in an array of a program's own record, whatever its
         # depth): nothing says the kernel wrote it
@@ -994,10 +996,10 @@ def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Parse
 
 
 def _json_record(text: str, stamp: ParsedStamp, timectx: TimeContext, dmesg: bool = True) -> Optional[ParsedStamp]:
-    record = json_object(text)
+    record, duplicated = _parse_record(text, JOURNAL_JSON_MAX)
     if record is None:
         return None
-    return _record_stamp(record, _duplicated_writer(text), stamp, timectx, dmesg)
+    return _record_stamp(record, duplicated, stamp, timectx, dmesg)
 
 
 # the members of a 'dmesg --json' record (util-linux): a record with any other is a log store's
@@ -1031,26 +1033,23 @@ def _record_stamp(record: dict[str, Any], duplicated: bool, stamp: ParsedStamp, 
 _WRITER_KEYS = frozenset({*_TAG_KEYS, *_FACILITY_KEYS, "_TRANSPORT", "TRANSPORT", "transport", "_COMM", "COMM"})
 
 
-def _duplicated_writer(text: str) -> bool:
-    """Whether a field that says who wrote the record appears twice in one object with different values: json.loads
-    keeps the last, which may be the one a program sent (Fluent Bit's systemd input passes a field a program
-    repeats)."""
-    seen = False
+def _parse_record(text: str, limit: int) -> tuple[Optional[dict[str, Any]], bool]:
+    """``text`` read as one JSON object no longer than ``limit`` characters (as :func:`json_object` reads it), and
+    whether a field that says who wrote it appears twice in one object with different values: json.loads keeps the
+    last, which may be the one a program sent (Fluent Bit's systemd input passes a field a program repeats)."""
+    duplicated = False
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal seen
+        nonlocal duplicated
         out: dict[str, Any] = {}
         for key, value in items:
             if key in out and key in _WRITER_KEYS and out[key] != value:
-                seen = True
+                duplicated = True
             out[key] = value
         return out
 
-    try:
-        json.loads(text, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return False
-    return seen
+    record = json_object(text, limit, pairs)
+    return (record, duplicated) if record is not None else (None, False)
 
 
 def _dmesg_json(flat: dict[str, Any], uptime: float, stamp: ParsedStamp, timectx: TimeContext) -> ParsedStamp:
@@ -1061,12 +1060,9 @@ def _dmesg_json(flat: dict[str, Any], uptime: float, stamp: ParsedStamp, timectx
     facility = pri >> 3 if isinstance(pri, int) and not isinstance(pri, bool) else None
     if isinstance(fac, str) and fac.strip():
         facility = 0 if fac.strip().lower() in _KERNEL_FACILITIES else -1  # a name the kernel never writes
-    if timectx.boot_time is None or not 0 <= uptime < 1e9:
-        return ParsedStamp(None, stamp.message, "dmesg_json", None, uptime,
-                           (*stamp.assumptions, "uptime not resolved: boot time unknown"), None, facility)
-    boot = timectx.boot_time
-    return ParsedStamp(boot + timedelta(seconds=uptime), stamp.message, "dmesg_json", None, uptime,
-                       (*stamp.assumptions, f"uptime resolved with boot time {format_utc(boot)}"), None, facility)
+    time, note = since_boot(timectx, round(uptime * 1e6)) if 0 <= uptime < 1e9 \
+        else (None, "uptime not resolved: boot time unknown")
+    return ParsedStamp(time, stamp.message, "dmesg_json", None, uptime, (*stamp.assumptions, note), None, facility)
 
 
 def _flatten(record: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Any]:
