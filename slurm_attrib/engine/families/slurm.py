@@ -380,6 +380,17 @@ def decode_plugin_load(ctx: EngineContext, sym: Symptom, line: Line, extra: dict
     return True
 
 
+@decoder("slurm_prolog")
+def decode_prolog(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """'Prolog failure on node X' names the node whose Prolog failed; the controller's own prolog
+    (PrologSlurmctld, src/slurmctld/prep_slurmctld.c) runs on no job node, so its failure blames none: not the
+    node whose output printed it, nor a one-node job's only node."""
+    if not sym.fields.get("host"):
+        sym.node = None
+        sym.summary = f"{sym.fields.get('what') or 'PrologSlurmctld'} failed on the controller; the job was killed"
+    return True
+
+
 @decoder("cloud_node_launch")
 def decode_cloud_node_launch(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A node that never came up names no machine to blame: the symptom has no node (its evidence still says
