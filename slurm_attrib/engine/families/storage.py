@@ -12,7 +12,9 @@ from ...scan import Line
 from ..context import EngineContext
 from ..registry import decoder
 
-_JOB_FILLED = ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter", "unexpected pos", "File ")
+# TensorFlow's 'Resource exhausted: <path>' is its status for a file call's ENOSPC or EDQUOT (or too many open files)
+_JOB_FILLED = ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter", "unexpected pos", "File ",
+               "Resource exhausted", "ResourceExhaustedError")
 
 
 _SHARED_MEMORY = ("SemLock", "multiprocessing", "/dev/shm", "torch_shm", "shared memory", "</torch_")
@@ -71,6 +73,17 @@ def decode_dataloader_signal(ctx: EngineContext, sym: Symptom, line: Line, extra
     if signal not in ("Killed", "Bus error"):
         sym.category, sym.strength = "application", 50
         sym.actions = ("debug the crash in the DataLoader worker (run with num_workers=0 to see it)",)
+    return True
+
+
+@decoder("dataloader_exit")
+def decode_dataloader_exit(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A worker that exited with a status of its own raised or exited in the dataset's code: the workload's code,
+    not its memory."""
+    if "exit_code" in sym.fields:
+        sym.category = "application"
+        sym.summary = f"a dataloader worker exited with code {sym.fields['exit_code']}"
+        sym.actions = ("rerun with num_workers=0 to see the error the worker's code raised",)
     return True
 
 
