@@ -1275,10 +1275,21 @@ class _Defaults(dict[str, Any]):
         return ""
 
 
+# a parenthesised part of a summary template ('(tried to allocate {requested})'), its placeholders
+_TEMPLATE_ASIDE = re.compile(r" ?\(([^(){}]*\{\w+\}[^()]*)\)")
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
 def render_summary(template: str, sym: Symptom) -> str:
+    """The summary from its template and the symptom's fields. An aside in parentheses whose fields the line did
+    not give is left out rather than printed empty ('cuda out of memory on rank 3', not '... (tried to allocate )')."""
     values = _Defaults(sym.fields)
     values.update(kind=sym.kind, node=sym.node or "?", rank="?" if sym.rank is None else sym.rank,
                   gpu=sym.gpu or "?")
+    if "(" in template:
+        template = _TEMPLATE_ASIDE.sub(
+            lambda m: m.group(0) if any(values[name] not in ("", None) for name in _PLACEHOLDER.findall(m.group(1)))
+            else "", template)
     try:
         return template.format_map(values)[:300]
     except (ValueError, IndexError, KeyError, AttributeError):
