@@ -305,6 +305,7 @@ _MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot ass
 # a connection to a loopback address of another rank: a host name that resolves to 127.0.1.1 (Debian's
 # /etc/hosts) or an interface choice that advertised loopback; nothing of another node's was reached
 _LOOPBACK_PEER = re.compile(r"\[(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)\]:\d+|(?<![\d.])127\.0\.[01]\.1(?![\d.])")
+_REFUSED = re.compile(r"(?i)connection refused|ECONNREFUSED")
 _PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|closed by (?:remote )?peer|"
                         r"end of file|ECONNRESET|EPIPE|ECONNREFUSED")
 
@@ -320,11 +321,14 @@ _CONNECT_TIMED_OUT = re.compile(r"(?i)(?:failed to connect to|connect to|Connect
                                 r"errno: 110\b|ETIMEDOUT)")
 
 
-def socket_verdict(text: str) -> Verdict:
+def socket_verdict(text: str, one_node: bool = False) -> Verdict:
     """A peer that closed, reset or refused the connection, or a timeout, is a cascade of another rank
     dying or hanging; an unreachable network, a missing route, an address that is not local or a name
-    that does not resolve is a configuration candidate (interface, MASTER_ADDR, firewall)."""
-    if _PEER_GONE.search(text) and _LOOPBACK_PEER.search(text):
+    that does not resolve is a configuration candidate (interface, MASTER_ADDR, firewall). A connection
+    refused at a loopback address in a job of several nodes reached no peer at all (the host's name resolves
+    to 127.0.1.1); one that was closed or reset was up, so the peer was there and went away (in a one-node
+    job every peer is at a loopback address)."""
+    if not one_node and _REFUSED.search(text) and _LOOPBACK_PEER.search(text):
         return Verdict("candidate", "unknown", 45, "the peer's address is a loopback address: the host name "
                        "resolves to 127.0.x.x (/etc/hosts) or the interface chosen is lo (GLOO_SOCKET_IFNAME / "
                        "NCCL_SOCKET_IFNAME)")
@@ -373,7 +377,7 @@ def decode_ofi_no_provider(ctx: EngineContext, sym: Symptom, line: Line, extra: 
 
 @decoder("net_socket_error")
 def decode_socket(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    _apply(sym, socket_verdict(extra["text"]))
+    _apply(sym, socket_verdict(extra["text"], one_node=len(ctx.job.nodes) == 1))
     return True
 
 
