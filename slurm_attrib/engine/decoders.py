@@ -533,16 +533,18 @@ _FRAME = re.compile(r"(?<![\w.$])(?P<fn>[A-Za-z_][\w.]{0,127})\+0x[0-9a-f]{1,16}
 _NEXT_REPORT = ("blocked for more than", "soft lockup - CPU#")
 
 
-def _waited_in(text: str) -> Optional[tuple[str, str]]:
-    """(file system, frame) of the first frame on a call-trace line that is a file system's module, or
-    (_GPU_DRIVER, frame) for one of the NVIDIA driver's."""
+def _waited_in(text: str) -> Optional[tuple[str, str, bool]]:
+    """(file system, frame, reliable) of the first frame on a call-trace line that is a file system's module, or
+    (_GPU_DRIVER, frame, reliable) for one of the NVIDIA driver's. A frame the unwinder marks '? ' is a stale
+    return address it found on the stack, not a caller it is sure of: unreliable."""
     for frame in _FRAME.finditer(text):
         module = frame["mod"] or ""
+        reliable = text[max(0, frame.start() - 2):frame.start()] != "? "
         filesystem = _FS_MODULES.get(module) or _FS_MODULES.get(frame["fn"].split("_", 1)[0])
         if filesystem:
-            return filesystem, frame["fn"] + (f" [{module}]" if module else "")
+            return filesystem, frame["fn"] + (f" [{module}]" if module else ""), reliable
         if module in _GPU_DRIVER_MODULES:
-            return _GPU_DRIVER, f"{frame['fn']} [{module}]"
+            return _GPU_DRIVER, f"{frame['fn']} [{module}]", reliable
     return None
 
 
@@ -551,30 +553,36 @@ def decode_hung_task(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     """A task blocked in D state, or a CPU soft-locked: the call trace printed after it names where. A
     frame of a network or cluster file system's module makes it a storage fault (a shared service: no node
     is blamed); one of the NVIDIA driver's a GPU-side hang or the program's (both readings); otherwise the
-    report alone is too weak to blame anything and stays context."""
+    report alone is too weak to blame anything and stays context. The first frame the unwinder is sure of
+    names it; a '? ' frame only when no sure one does."""
+    found: Optional[tuple[str, str, bool]] = None
     for text in line.iter_following(60):
         if any(marker in text for marker in _NEXT_REPORT):
             break  # the next report's trace is not this one's
-        found = _waited_in(text)
-        if found and found[0] == _GPU_DRIVER:
-            # waiting on the GPU or on the driver: the node's GPU side, or the program's own use of it (UVM
-            # oversubscription thrashing); alone, both readings, and never strong enough to outweigh an error
-            sym.kind, sym.role, sym.category, sym.strength = "gpu_driver_hang", "candidate", "gpu_hardware", 30
-            sym.fields.update(frame=found[1], readings=["gpu_hardware", "application"])
-            what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
-            sym.summary = f"{what} hung in the NVIDIA driver ({found[1]})"
-            sym.actions = ("check the node's GPUs (nvidia-smi, Xids around this time) and the driver; a task stuck "
-                           "in nvidia_uvm waits for GPU work that never completes",)
-            return True
-        if found:
-            filesystem, frame = found
-            sym.kind, sym.role, sym.category, sym.strength = "storage_hang", "candidate", "storage", 45
-            sym.fields.update(filesystem=filesystem, frame=frame)
-            what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
-            sym.summary = f"{what} hung in {filesystem} I/O ({frame})"
-            sym.actions = (f"check the {filesystem} servers and this node's path to them (the task waited "
-                           "in the file system, not on the node's own hardware)",)
-            return True
+        here = _waited_in(text)
+        if here is not None and (here[2] or found is None):
+            found = here
+            if here[2]:
+                break
+    if found and found[0] == _GPU_DRIVER:
+        # waiting on the GPU or on the driver: the node's GPU side, or the program's own use of it (UVM
+        # oversubscription thrashing); alone, both readings, and never strong enough to outweigh an error
+        sym.kind, sym.role, sym.category, sym.strength = "gpu_driver_hang", "candidate", "gpu_hardware", 30
+        sym.fields.update(frame=found[1], readings=["gpu_hardware", "application"])
+        what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
+        sym.summary = f"{what} hung in the NVIDIA driver ({found[1]})"
+        sym.actions = ("check the node's GPUs (nvidia-smi, Xids around this time) and the driver; a task stuck "
+                       "in nvidia_uvm waits for GPU work that never completes",)
+        return True
+    if found:
+        filesystem, frame, _ = found
+        sym.kind, sym.role, sym.category, sym.strength = "storage_hang", "candidate", "storage", 45
+        sym.fields.update(filesystem=filesystem, frame=frame)
+        what = f"task {sym.fields['process']}" if sym.fields.get("process") else "a CPU"
+        sym.summary = f"{what} hung in {filesystem} I/O ({frame})"
+        sym.actions = (f"check the {filesystem} servers and this node's path to them (the task waited "
+                       "in the file system, not on the node's own hardware)",)
+        return True
     sym.role, sym.strength = "context", 0
     return True
 
