@@ -261,6 +261,13 @@ def _may_be_inside(ctx: EngineContext, sym: Symptom, when: Optional[datetime]) -
 _SLURM_WRITTEN = re.compile(r"(?:slurmstepd(?:-[\w.-]+)?|srun|salloc|sbatch): ")
 
 
+def _slurm_written(raw: str) -> bool:
+    """Whether the line, past any rank prefix, is srun's, salloc's, sbatch's or slurmstepd's own; the words are
+    looked for first, so that most lines skip the prefix split (every application symptom asks)."""
+    return any(word in raw for word in ("slurmstepd", "srun: ", "salloc: ", "sbatch: ")) \
+        and _SLURM_WRITTEN.match(split_rank(raw)[1]) is not None
+
+
 def _rezoned_application_logs(ctx: EngineContext) -> list[tuple[str, str]]:
     """Application logs whose zone-less stamps all lie outside the job window as read in the zone assumed for
     them, and all inside it read in another zone the bundle states: UTC (a container's clock on a node whose
@@ -270,7 +277,7 @@ def _rezoned_application_logs(ctx: EngineContext) -> list[tuple[str, str]]:
     by_file: dict[str, list[Symptom]] = {}
     for sym in ctx.active():
         if sym.time is not None and sym.evidence and sym.evidence[0].source == SOURCE_APP \
-                and not _SLURM_WRITTEN.match(split_rank(sym.evidence[0].raw)[1]):
+                and not _slurm_written(sym.evidence[0].raw):
             # srun's and slurmstepd's own lines ('*** JOB 12 ON n1 CANCELLED AT 2026-...') carry the host's local
             # time whatever clock the program's container keeps: they neither vote on the file's zone nor move
             by_file.setdefault(sym.evidence[0].file, []).append(sym)
