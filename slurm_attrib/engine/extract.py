@@ -381,6 +381,10 @@ class KernelLines:
         if _inside_quotes(text, stamp, match_start):
             self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
             return None
+        if not programs and (copied := _after_copied_text(text, stamp, match_start)) is not None:
+            # (a daemon's own line, which a rule with match.programs reads, is no kernel message)
+            self._refuse(f"inside a kernel message, after {copied}", line)
+            return None
         if line.text[len(line.lead):][:1].isspace() and (first := _record_head(line)) is not None \
                 and (_COPIES_USER_TEXT.search(first) or first.count("'") % 2 == 1 or _programs_record(first)):
             # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
@@ -499,6 +503,42 @@ def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
     parameter '<key>'', 'failed to resolve '<path>''), never its own report."""
     start = len(text) - len(stamp.message) if text.endswith(stamp.message) else 0
     return start <= match_start and text.count("'", start, match_start) % 2 == 1
+
+
+# print_vma_addr's ' in <file>[<start>+<size>]' (mm/memory.c), which every user-space crash report ends with (x86's
+# segfault, bad frame, general protection and control-protection lines, arm64's unhandled exceptions, powerpc's
+# show_signal_msg): the file is the process's own, named as it chose
+_VMA_FILE_END = re.compile(r"\[[0-9a-f]{1,16}\+[0-9a-f]{1,16}\]")
+# what opens a quoted value of a wrapper's record (a JSON member, a CSV cell, Fluent Bit's map): a quote after these
+_VALUE_OPENERS = frozenset(':,>=[{')
+
+
+def _after_copied_text(text: str, stamp: ParsedStamp, match_start: int) -> Optional[str]:
+    """Why a rule's match that begins inside the kernel's message, not at its start, lies in text the kernel copied
+    from a process (a path, a file or mount option's name), whatever the message's head: None when nothing says so.
+    A driver's report begins its record or follows the kernel's own words ('amdgpu 0000:dd:00.0: amdgpu: ',
+    '{1}[Hardware Error]: ', a wrapper's '"msg": "'), never a path, an apostrophe, a word it is glued to, or a double
+    quote that opens no record's value (cgroup2's 'unknown option "<option>"', the exec-stack warning's
+    'process '<path>'', direct I/O's 'File: <path> PID:', overlayfs' 'invalid origin (<dir>/<name>'). A crash
+    report's ' in <file>[start+size]' names the process's file, so a match after its ' in ' is the file's name."""
+    start = len(text) - len(stamp.message) if text.endswith(stamp.message) else 0
+    if match_start <= start:
+        return None
+    before = text[start:match_start]
+    if "/" in before:
+        return "a path"
+    if "'" in before:
+        return "a quoted name"
+    last = before[-1]
+    if last.isalnum() or last in "(_-.":
+        return "a word it is glued to"
+    if before.count('"') % 2 == 1:
+        opener = before[:before.rfind('"')].rstrip()
+        if opener and opener[-1] not in _VALUE_OPENERS:
+            return "a double-quoted name"
+    if " in " in before and _VMA_FILE_END.search(text, match_start):
+        return "the ' in <file>[...]' of a crash report"
+    return None
 
 
 _NUMBERED_STEP = re.compile(r"\.\d{1,9}$")
