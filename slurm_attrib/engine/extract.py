@@ -386,11 +386,16 @@ class KernelLines:
             self._refuse(f"inside a kernel message, after {copied}", line)
             return None
         if line.text[len(line.lead):][:1].isspace() and (first := _record_head(line)) is not None \
-                and (_COPIES_USER_TEXT.search(first) or first.count("'") % 2 == 1 or _programs_record(first)):
+                and (_COPIES_USER_TEXT.search(first) or _leaves_quote_open(first) or _programs_record(first)):
             # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
             # process chose (a mount option, an xattr, a program's own multi-line message) makes a line of its own
             # that only its record's head betrays
             self._refuse("a further line of a record whose head copies a process's text or is a program's", line)
+            return None
+        if not programs and _continues_copied_text(line, text, stamp):
+            # dmesg read through syslog(2) (dmesg -S, BusyBox) stamps every line of a record alike: a newline in the
+            # text a process chose starts a line that looks like a record of its own
+            self._refuse("a line with its record's stamp after a line that copies a process's text", line)
             return None
         verified = self.trusted_file
         if (stamp.fmt in JOURNAL_RECORD_FORMATS or stamp.fmt == EXPORT_RECORD) and tag != "kernel":
@@ -513,6 +518,82 @@ _VMA_FILE_END = re.compile(r"\[[0-9a-f]{1,16}\+[0-9a-f]{1,16}\]")
 _VALUE_OPENERS = frozenset(':,>=[{')
 
 
+# netfilter's packet log (net/netfilter/nf_log_syslog.c, ebt_log.c): the rule's --log-prefix, which whoever
+# administers a network namespace chooses, is printed first, then ' IN=<if> OUT=<if> '
+_PACKET_LOG = re.compile(r"(?:^|\s|[^\s=]{1,127})IN=[\w.@-]{0,15} OUT=[\w.@-]{0,15} ")
+# copying heads whose copied text runs to the end of their line (a cgroup or file path that may hold a newline)
+_COPIED_TO_THE_END = re.compile(r"(?:fork rejected by pids controller in |state recovery failed for open file "
+                                r"|\bTask in /)[^\n]*$")
+
+
+def _quote_opened_by_text(text: str) -> Optional[int]:
+    """Where the first double quote of ``text`` that opens no wrapper's value is (one after a word: 'unknown option
+    "<option>"'), walking the quotes in pairs as a JSON member, a CSV cell or Fluent Bit's map opens and closes
+    them; None when every quote pairs up as a wrapper's."""
+    inside = False
+    for index, char in enumerate(text):
+        if char != '"' or (inside and index and text[index - 1] == "\\"):
+            continue
+        if not inside:
+            opener = text[:index].rstrip()
+            if opener and opener[-1] not in _VALUE_OPENERS:
+                return index
+        inside = not inside
+    return None
+
+
+def _leaves_quote_open(head: str) -> bool:
+    """Whether a record's first line ends inside a quote the kernel opened around copied text (an odd number of
+    apostrophes, or a double quote after a word that is not closed): its next lines are that text's."""
+    stamp = parse_line_time(head, TimeContext())
+    message = stamp.message if head.endswith(stamp.message) else head
+    opened = _quote_opened_by_text(message)
+    return message.count("'") % 2 == 1 or (opened is not None and message.count('"', opened) % 2 == 1)
+
+
+def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
+    """Whether the line before carries this line's very stamp and ends inside text the kernel copied from a process
+    (an open quote, or a path that runs to the end of the line): the same record, cut by a newline in that text."""
+    prefix = text[:len(text) - len(stamp.message)] if stamp.message and text.endswith(stamp.message) else ""
+    if not prefix.strip() or stamp.time is None and stamp.uptime is None:
+        return False
+    previous = next(iter(line.preceding(1)), None)
+    if previous is None or not previous.startswith(prefix):
+        return False
+    return _leaves_quote_open(previous) or _COPIED_TO_THE_END.search(previous) is not None
+
+
+# where a log store's record holds the kernel's message: its message member ('"MESSAGE"=>"', '"line":"'; inside a
+# JSON or Ruby-inspect record a quote of the message's own is escaped, so the message cannot forge one) or an
+# export's 'MESSAGE='
+_MESSAGE_MEMBER = re.compile(r'"(?:MESSAGE|message|msg|log|line|_raw|text)"\s{0,4}(?::|=>)\s{0,4}"|\bMESSAGE=')
+# what a tool puts before a message it relays: kubectl's '--prefix' ('[pod/<pod>/<container>] ')
+_TOOL_PREFIX = re.compile(r"\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ")
+# a header at the head of a relayed message: a syslog header or a host and the kernel's tag, a dmesg stamp
+_RELAYED_HEAD = re.compile(r'(?:(?:[A-Z][a-z]{2} [ \d]\d [\d:]{8}(?:\.\d{1,9})?|\d{4}-\d{2}-\d{2}T\S{8,40}) )?'
+                           r'[\w.-]{1,255} kernel(?:\[\d{1,10}\])?(?::\s?|\s"?)'
+                           r'|\[\s{0,12}\d{1,10}\.\d{1,9}\] ?|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\] ?')
+
+
+def _message_start(text: str, stamp: ParsedStamp, match_start: int) -> int:
+    """Where the kernel's message begins in ``text``: after the stamp the line was read with, and after a host and
+    the kernel's tag a stamp format left at the head of its message. A record a log store wrote (an export, a JSON
+    or Fluent Bit record, logcli's label set) holds the message in a member of its own, behind whatever headers
+    the relaying tools added: after those."""
+    start = len(text) - len(stamp.message) if stamp.message and text.endswith(stamp.message) else 0
+    if stamp.fmt == EXPORT_RECORD or text[start:start + 1] in ("{", "["):
+        for member in _MESSAGE_MEMBER.finditer(text, start, match_start):
+            start = member.end()
+    labels = _LOGCLI_LABELS.match(text, start)
+    if labels is not None and labels.end() <= match_start:
+        start = labels.end()
+    for pattern in (_TOOL_PREFIX, _RELAYED_HEAD, _RELAYED_HEAD):
+        head = pattern.match(text, start)
+        if head is not None and head.end() <= match_start:
+            start = head.end()
+    return start
+
+
 def _after_copied_text(text: str, stamp: ParsedStamp, match_start: int) -> Optional[str]:
     """Why a rule's match that begins inside the kernel's message, not at its start, lies in text the kernel copied
     from a process (a path, a file or mount option's name), whatever the message's head: None when nothing says so.
@@ -521,7 +602,9 @@ def _after_copied_text(text: str, stamp: ParsedStamp, match_start: int) -> Optio
     quote that opens no record's value (cgroup2's 'unknown option "<option>"', the exec-stack warning's
     'process '<path>'', direct I/O's 'File: <path> PID:', overlayfs' 'invalid origin (<dir>/<name>'). A crash
     report's ' in <file>[start+size]' names the process's file, so a match after its ' in ' is the file's name."""
-    start = len(text) - len(stamp.message) if text.endswith(stamp.message) else 0
+    if _PACKET_LOG.search(text, match_start):
+        return "a packet log's prefix (netfilter's ' IN=... OUT=...' follows)"
+    start = _message_start(text, stamp, match_start)
     if match_start <= start:
         return None
     before = text[start:match_start]
@@ -532,10 +615,8 @@ def _after_copied_text(text: str, stamp: ParsedStamp, match_start: int) -> Optio
     last = before[-1]
     if last.isalnum() or last in "(_-.":
         return "a word it is glued to"
-    if before.count('"') % 2 == 1:
-        opener = before[:before.rfind('"')].rstrip()
-        if opener and opener[-1] not in _VALUE_OPENERS:
-            return "a double-quoted name"
+    if _quote_opened_by_text(before) is not None:
+        return "a double-quoted name"
     if " in " in before and _VMA_FILE_END.search(text, match_start):
         return "the ' in <file>[...]' of a crash report"
     return None
