@@ -433,7 +433,8 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
     errors on another GPU confirms nothing). A node Slurm lost (the job ended NODE_FAIL) whose own bundle never
     arrived (the finalizer's record, not a line anyone printed) failed by more than anyone's words: that confirms a
     fault there; a bundle that is merely missing (a slow or broken collector) confirms nothing."""
-    if not root.node or ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS:
+    if not root.node or (ctx.bundle.kernel_origin(root.node) not in _USER_WRITABLE_ORIGINS
+                         and not _read_from_a_program(ctx, root)):
         return False
     if root.node in lost_unreported(ctx) or not forgeable(root):
         return False
@@ -441,6 +442,13 @@ def _unverified_kernel_claim(ctx: EngineContext, root: Symptom) -> bool:
                    and (not s.gpu or not root.gpu or s.gpu == root.gpu) and any(
         e.source not in (SOURCE_APP, SOURCE_KERNEL) or (e.source == SOURCE_KERNEL and e.trust != TRUST_UNVERIFIED)
         for e in s.evidence) for s in ctx.symptoms if s.dropped is None)
+
+
+def _read_from_a_program(ctx: EngineContext, root: Symptom) -> bool:
+    """Whether the symptom's rule reads a daemon's own tagged lines (``match.programs``: slurmd, nv-fabricmanager):
+    any local user writes such a line with ``logger -t <daemon>``, whichever file or journal it was read from."""
+    rule = ctx.ruleset.get(root.rule_id)
+    return rule is not None and rule.match is not None and bool(rule.match.programs)
 
 
 # kernel logs a local program can write into: every origin the bundle does not trust (a syslog file, kern.log too, a
