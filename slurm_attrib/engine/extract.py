@@ -555,7 +555,7 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
     """Whether the line before carries this line's very stamp and ends inside text the kernel copied from a process
     (an open quote, or a path that runs to the end of the line): the same record, cut by a newline in that text."""
     prefix = text[:len(text) - len(stamp.message)] if stamp.message and text.endswith(stamp.message) else ""
-    if not prefix.strip() or stamp.time is None and stamp.uptime is None:
+    if not prefix.strip() or (stamp.time is None and stamp.uptime is None):
         return False
     previous = next(iter(line.preceding(1)), None)
     if previous is None or not previous.startswith(prefix):
