@@ -385,7 +385,14 @@ class KernelLines:
             # (a daemon's own line, which a rule with match.programs reads, is no kernel message)
             self._refuse(f"inside a kernel message, after {copied}", line)
             return None
-        if line.text[len(line.lead):][:1].isspace() and (first := _record_head(line)) is not None \
+        indented = line.text[len(line.lead):][:1].isspace()
+        if indented and _stamped_itself(text) and _record_head(line) is not None:
+            # journalctl and dmesg indent a record's further lines under its first, and they are its message's text:
+            # one that carries a stamp of its own was written so, inside text the record copied (a log pasted
+            # indented as a whole has no first line out of the indent)
+            self._refuse("an indented further line of a record that carries a stamp of its own", line)
+            return None
+        if indented and (first := _record_head(line)) is not None \
                 and (_COPIES_USER_TEXT.search(first) or _leaves_quote_open(first) or _programs_record(first)):
             # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
             # process chose (a mount option, an xattr, a program's own multi-line message) makes a line of its own
@@ -475,10 +482,15 @@ def _short(text: str) -> str:
 # 'task_memcg=', 'Memory cgroup stats for ', 'Task in <path> killed'; mm/memcontrol.c), the OOM summary's cpuset
 # ('oom-kill:...,cpuset=<cgroup name>,', before 4.19 '<comm> cpuset=<name> mems_allowed='; kernel/cgroup/cpuset.c: a
 # cgroup v1 step's cgroup belongs to the job's user), tmpfs' 'Bad mount option <option>' before 5.4 (mm/shmem.c) and
-# overlayfs' 'invalid redirect (<xattr>)' (a user's overlay in its namespace). A rule's words after such a
+# overlayfs' 'invalid redirect (<xattr>)' (a user's overlay in its namespace), and the heads hostile rounds found
+# since: exec's 'process '<path>' started with executable stack', overlayfs' 'invalid origin (<dir>/<name>', x86's
+# 'bad frame in' and 'control protection ip:' reports, direct I/O's 'File: <path> PID:', cgroup2's, procfs' and
+# overlayfs' 'unknown option "<opt>"' / 'unrecognized mount option "<opt>"'. A rule's words after such a
 # head are the user's, wherever the line came from; the head is looked for before the match, in any wrapping (a JSON
 # member, an export's field)
-_COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|process \'[^\n]{0,4096}?\' launched \''
+_COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|\bprocess \''
+                               r'|invalid origin \(|\bbad frame in |\bcontrol protection ip:|\bFile: /'
+                               r'|\b(?:unknown|[Uu]nrecognized mount) option "'
                                r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
                                r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
                                r"|state recovery failed for open file |fork rejected by pids controller in "
@@ -520,10 +532,10 @@ _VALUE_OPENERS = frozenset(':,>=[{')
 
 # netfilter's packet log (net/netfilter/nf_log_syslog.c, ebt_log.c): the rule's --log-prefix, which whoever
 # administers a network namespace chooses, is printed first, then ' IN=<if> OUT=<if> '
-_PACKET_LOG = re.compile(r"(?:^|\s|[^\s=]{1,127})IN=[\w.@-]{0,15} OUT=[\w.@-]{0,15} ")
+_PACKET_LOG = re.compile(r"IN=[^\s/:]{0,15} OUT=[^\s/:]{0,15} ")  # (an interface's name: no blank, '/' or ':')
 # copying heads whose copied text runs to the end of their line (a cgroup or file path that may hold a newline)
 _COPIED_TO_THE_END = re.compile(r"(?:fork rejected by pids controller in |state recovery failed for open file "
-                                r"|\bTask in /)[^\n]*$")
+                                r"|\bTask in /)[^\n]*$|\bFile: /(?![^\n]* PID: \d)[^\n]*$")
 
 
 def _quote_opened_by_text(text: str) -> Optional[int]:
@@ -542,25 +554,95 @@ def _quote_opened_by_text(text: str) -> Optional[int]:
     return None
 
 
+_DOUBLE_QUOTED = re.compile(r'"[^"\n]*"')
+
+
 def _leaves_quote_open(head: str) -> bool:
     """Whether a record's first line ends inside a quote the kernel opened around copied text (an odd number of
     apostrophes, or a double quote after a word that is not closed): its next lines are that text's."""
     stamp = parse_line_time(head, TimeContext())
     message = stamp.message if head.endswith(stamp.message) else head
     opened = _quote_opened_by_text(message)
-    return message.count("'") % 2 == 1 or (opened is not None and message.count('"', opened) % 2 == 1)
+    # an apostrophe inside a double-quoted value is that value's ('name="/home/u/it's"' in an audit record)
+    return _DOUBLE_QUOTED.sub("", message).count("'") % 2 == 1 \
+        or (opened is not None and message.count('"', opened) % 2 == 1)
+
+
+def _stamped_itself(text: str) -> bool:
+    """Whether an indented line's own text begins with a syslog or dmesg stamp (not a record's member or field, whose
+    time is its record's)."""
+    own = parse_line_time(text.lstrip(), TimeContext())
+    return own.fmt not in ("", "journal_field", EXPORT_RECORD) and (own.time is not None or own.uptime is not None)
 
 
 def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
-    """Whether the line before carries this line's very stamp and ends inside text the kernel copied from a process
-    (an open quote, or a path that runs to the end of the line): the same record, cut by a newline in that text."""
+    """Whether the line is a further line of a record whose first line copies a process's text (a copying head, an
+    open quote) or that ends as a packet log: dmesg read through syslog(2) (dmesg -S, BusyBox) prints each line of a
+    record with the record's stamp, so a newline in copied text starts a line that looks like a record of its own.
+    Lines are one record where their stamps agree to the microsecond (the same uptime, a time with its microseconds,
+    a zero delta). A stamp of the second (dmesg -T) is shared by every record of that second: there a line above in
+    the same second only counts when it copies a process's text (a copying head), not for an apostrophe of its own
+    ('can't change power state')."""
+    own = key = _record_key(text, stamp)
+    if own is None:
+        return stamp.fmt.startswith("dmesg") and _open_copy_in_the_second(line, text, stamp)
+    head: Optional[str] = None
+    for previous in line.preceding(64):
+        previous_key = _record_key(previous, parse_line_time(previous, TimeContext()))
+        if key != _ZERO and previous_key != key:
+            break
+        head, key = previous, previous_key  # the same record: a zero delta joins the line before, whatever it is
+        if key is None:
+            break
+    if head is not None and (_COPIES_USER_TEXT.search(head) or _leaves_quote_open(head)):
+        return True
+    for following in line.iter_following(8):
+        if _record_key(following, parse_line_time(following, TimeContext())) not in (own, _ZERO):
+            break
+        if _PACKET_LOG.search(following):
+            return True  # a packet log's prefix with newlines in it: the record's packet fields come after
+    return False
+
+
+def _open_copy_in_the_second(line: Line, text: str, stamp: ParsedStamp) -> bool:
+    """Whether a line above, with this line's very stamp of the second, copies a process's text and was cut inside it:
+    a quote left open, a path that runs to the end of its line, a crash report without its file's '[start+size]'.
+    (Copied text that closes a quote of its own before its newline is not seen so: a residue of stamps that cannot
+    tell records apart.)"""
     prefix = text[:len(text) - len(stamp.message)] if stamp.message and text.endswith(stamp.message) else ""
-    if not prefix.strip() or (stamp.time is None and stamp.uptime is None):
+    if not prefix.strip():
         return False
-    previous = next(iter(line.preceding(1)), None)
-    if previous is None or not previous.startswith(prefix):
-        return False
-    return _leaves_quote_open(previous) or _COPIED_TO_THE_END.search(previous) is not None
+    for previous in line.preceding(64):
+        if not previous.startswith(prefix):
+            return False
+        if _COPIES_USER_TEXT.search(previous) and (_leaves_quote_open(previous) or _COPIED_TO_THE_END.search(previous)
+                                                   or _CRASH_REPORT_CUT.search(previous)):
+            return True
+    return False
+
+
+# a user-space crash report whose line ends before print_vma_addr's '[start+size]': its file's name went on
+_CRASH_REPORT_CUT = re.compile(r"(?:\]:? (?:segfault|bad frame|general protection|control protection|unhandled)"
+                               r"|\btraps: )(?![^\n]*\[[0-9a-f]{1,16}\+[0-9a-f]{1,16}\])[^\n]* in [^\n]*$")
+
+
+def _record_key(text: str, stamp: ParsedStamp) -> Optional[tuple[str, str]]:
+    """What one printk record's lines share in a dmesg read through syslog(2): the uptime, or a time to the
+    microsecond; a delta of zero stands for its record's ('[  +0.000000] '); None for a stamp that cannot tell
+    records apart."""
+    if stamp.uptime is not None:
+        return ("uptime", repr(stamp.uptime))
+    if stamp.time is not None and stamp.time.microsecond:
+        return ("time", stamp.time.isoformat())
+    if (stamp.fmt == "dmesg_delta" and _ZERO_DELTA.match(text)) or _ZERO_DELTA_COLUMN.match(text):
+        return _ZERO
+    return None
+
+
+_ZERO_DELTA = re.compile(r"\[\s{0,12}\+0\.0{6}\] ")
+# dmesg -d's delta column after a stamp of the second ('[Tue Jun 11 09:40:12 2024 <    0.000000>] ')
+_ZERO_DELTA_COLUMN = re.compile(r"\[[^\]<\n]{1,40} <\s{0,12}0\.0{6}>\] ")
+_ZERO = ("delta", "0")
 
 
 # where a log store's record holds the kernel's message: its message member ('"MESSAGE"=>"', '"line":"'; inside a
