@@ -586,8 +586,16 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
     own = key = _record_key(text, stamp)
     if own is None:
         return stamp.fmt.startswith("dmesg") and _open_copy_in_the_second(line, text, stamp)
+    # a line of the same record shows the same second and fraction near its start (or a zero delta): the others,
+    # nearly every line, are passed over without their stamps parsed
+    fraction = _FRACTION.search(text, 0, len(text) - len(stamp.message) if text.endswith(stamp.message) else 64)
+    mark = fraction.group(0) if fraction is not None and own != _ZERO else None
+    if mark is not None and not _near_with(line, mark.encode()):
+        return False  # neither neighbour shows the stamp: a record of one line (nearly every line)
     head: Optional[str] = None
     for previous in line.preceding(64):
+        if key != _ZERO and mark is not None and mark not in previous[:160]:
+            break
         previous_key = _record_key(previous, parse_line_time(previous, TimeContext()))
         if key != _ZERO and previous_key != key:
             break
@@ -597,6 +605,8 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
     if head is not None and (_COPIES_USER_TEXT.search(head) or _leaves_quote_open(head)):
         return True
     for following in line.iter_following(8):
+        if mark is not None and mark not in following[:160] and "+0.000000" not in following[:40]:
+            break
         if _record_key(following, parse_line_time(following, TimeContext())) not in (own, _ZERO):
             break
         if _PACKET_LOG.search(following):
@@ -626,6 +636,15 @@ _CRASH_REPORT_CUT = re.compile(r"(?:\]:? (?:segfault|bad frame|general protectio
                                r"|\btraps: )(?![^\n]*\[[0-9a-f]{1,16}\+[0-9a-f]{1,16}\])[^\n]* in [^\n]*$")
 
 
+def _near_with(line: Line, mark: bytes) -> bool:
+    """Whether the line just before or just after shows ``mark`` near its start (read in the buffer, undecoded)."""
+    buffer = line.buffer
+    for begin, stop in (*line.preceding_spans(1), *line.following_spans(1)):
+        if buffer.find(mark, begin, min(begin + 200, stop)) >= 0:
+            return True
+    return False
+
+
 def _record_key(text: str, stamp: ParsedStamp) -> Optional[tuple[str, str]]:
     """What one printk record's lines share in a dmesg read through syslog(2): the uptime, or a time to the
     microsecond; a delta of zero stands for its record's ('[  +0.000000] '); None for a stamp that cannot tell
@@ -643,6 +662,7 @@ _ZERO_DELTA = re.compile(r"\[\s{0,12}\+0\.0{6}\] ")
 # dmesg -d's delta column after a stamp of the second ('[Tue Jun 11 09:40:12 2024 <    0.000000>] ')
 _ZERO_DELTA_COLUMN = re.compile(r"\[[^\]<\n]{1,40} <\s{0,12}0\.0{6}>\] ")
 _ZERO = ("delta", "0")
+_FRACTION = re.compile(r"(?:\d{1,2}:\d{2}:\d{2}|\d{1,10})\.\d{6,9}")  # a stamp's second and its fraction
 
 
 # where a log store's record holds the kernel's message: its message member ('"MESSAGE"=>"', '"line":"'; inside a
