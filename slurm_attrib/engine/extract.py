@@ -386,7 +386,12 @@ class KernelLines:
             self._refuse(f"inside a kernel message, after {copied}", line)
             return None
         indented = line.text[len(line.lead):][:1].isspace()
-        if indented and _stamped_itself(text) and _record_head(line) is not None:
+        if indented and len(text) - len(text.lstrip(" ")) >= MESSAGE_COLUMN_MIN and _record_head(line) is None:
+            # a further line whose record's first line is out of reach (a record cut into hundreds of lines, or a file
+            # whose first lines the collector's cap cut away): what the record's head says cannot be read
+            self._refuse("a further line of a record whose first line is out of reach", line)
+            return None
+        if indented and _stamped_itself(text) and _under_its_message(line, text):
             # journalctl and dmesg indent a record's further lines under its first, and they are its message's text:
             # one that carries a stamp of its own was written so, inside text the record copied (a log pasted
             # indented as a whole has no first line out of the indent)
@@ -508,10 +513,18 @@ def _programs_record(head: str) -> bool:
 def _record_head(line: Line) -> Optional[str]:
     """The first line of the record an indented line continues: the nearest line above that is not indented (over
     the record's other further lines, blank ones too, whatever stamps they carry), or None."""
-    for text in line.preceding(64):
+    for text in line.preceding(RECORD_REACH):
         if text.strip() and not text[:1].isspace():
             return text
     return None
+
+
+# how many lines a further line's record is followed back (or a record's lines forward): a record the kernel cut
+# into more lines than this is not one a driver wrote, and a line whose record's start lies beyond is refused
+RECORD_REACH = 256
+# the least indent of a record's further line under journalctl or util-linux dmesg (the message's column after a
+# stamp: '[    3.513145] ' is 15 wide); a log pasted indented (4 spaces, a tab, a YAML block) is indented less
+MESSAGE_COLUMN_MIN = 12
 
 
 def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
@@ -534,8 +547,10 @@ _VALUE_OPENERS = frozenset(':,>=[{')
 # administers a network namespace chooses, is printed first, then ' IN=<if> OUT=<if> '
 _PACKET_LOG = re.compile(r"IN=[^\s/:]{0,15} OUT=[^\s/:]{0,15} ")  # (an interface's name: no blank, '/' or ':')
 # copying heads whose copied text runs to the end of their line (a cgroup or file path that may hold a newline)
-_COPIED_TO_THE_END = re.compile(r"(?:fork rejected by pids controller in |state recovery failed for open file "
-                                r"|\bTask in /)[^\n]*$|\bFile: /(?![^\n]* PID: \d)[^\n]*$")
+# copying heads whose format goes on after the copied text: a line without that tail was cut inside the text
+_TAIL_MISSING = re.compile(r"state recovery failed for open file (?![^\n]*, error = -?\d{1,5}\s*$)"
+                           r"|\bFile: /(?![^\n]* PID: \d)|\bTask in /(?![^\n]* killed as a result of limit of )")
+_PIDS_PATH = re.compile(r"fork rejected by pids controller in [^\n]*$")
 
 
 def _quote_opened_by_text(text: str) -> Optional[int]:
@@ -568,6 +583,19 @@ def _leaves_quote_open(head: str) -> bool:
         or (opened is not None and message.count('"', opened) % 2 == 1)
 
 
+def _under_its_message(line: Line, text: str) -> bool:
+    """Whether the indented line sits under a stamped record's first line, indented to where that record's message
+    begins, as journalctl and util-linux dmesg print a record's further lines (not a log pasted indented under a
+    heading or a YAML key)."""
+    head = _record_head(line)
+    if head is None:
+        return False
+    stamp = parse_line_time(head, TimeContext())
+    if (stamp.time is None and stamp.uptime is None) or not stamp.message or not head.endswith(stamp.message):
+        return False
+    return len(text) - len(text.lstrip(" ")) == len(head) - len(stamp.message)
+
+
 def _stamped_itself(text: str) -> bool:
     """Whether an indented line's own text begins with a syslog or dmesg stamp (not a record's member or field, whose
     time is its record's)."""
@@ -593,7 +621,7 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
     if mark is not None and not _near_with(line, mark.encode()):
         return False  # neither neighbour shows the stamp: a record of one line (nearly every line)
     head: Optional[str] = None
-    for previous in line.preceding(64):
+    for previous in line.preceding(RECORD_REACH):
         if key != _ZERO and mark is not None and mark not in previous[:160]:
             break
         previous_key = _record_key(previous, parse_line_time(previous, TimeContext()))
@@ -602,9 +630,12 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
         head, key = previous, previous_key  # the same record: a zero delta joins the line before, whatever it is
         if key is None:
             break
-    if head is not None and (_COPIES_USER_TEXT.search(head) or _leaves_quote_open(head)):
+    else:
+        if _beyond_reach(line):
+            return True  # a record longer than any a driver prints: its first line is out of reach
+    if head is not None and _cut_inside_copy(head, same_record=True):
         return True
-    for following in line.iter_following(8):
+    for following in line.iter_following(RECORD_REACH):
         if mark is not None and mark not in following[:160] and "+0.000000" not in following[:40]:
             break
         if _record_key(following, parse_line_time(following, TimeContext())) not in (own, _ZERO):
@@ -616,19 +647,37 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
 
 def _open_copy_in_the_second(line: Line, text: str, stamp: ParsedStamp) -> bool:
     """Whether a line above, with this line's very stamp of the second, copies a process's text and was cut inside it:
-    a quote left open, a path that runs to the end of its line, a crash report without its file's '[start+size]'.
+    a quote left open, a format's tail missing after the copied name (:func:`_cut_inside_copy`).
     (Copied text that closes a quote of its own before its newline is not seen so: a residue of stamps that cannot
     tell records apart.)"""
     prefix = text[:len(text) - len(stamp.message)] if stamp.message and text.endswith(stamp.message) else ""
     if not prefix.strip():
         return False
-    for previous in line.preceding(64):
+    for previous in line.preceding(RECORD_REACH):
         if not previous.startswith(prefix):
             return False
-        if _COPIES_USER_TEXT.search(previous) and (_leaves_quote_open(previous) or _COPIED_TO_THE_END.search(previous)
-                                                   or _CRASH_REPORT_CUT.search(previous)):
+        if _cut_inside_copy(previous, same_record=False):
             return True
-    return False
+    return _beyond_reach(line)  # more lines in the second than the reach: what began them is not seen
+
+
+def _beyond_reach(line: Line) -> bool:
+    """Whether the look-back holds RECORD_REACH lines above the line (a walk that ran through them all stopped at
+    the reach, not at the file's start)."""
+    return sum(1 for _ in line.preceding_spans(RECORD_REACH)) >= RECORD_REACH
+
+
+def _cut_inside_copy(head: str, same_record: bool) -> bool:
+    """Whether a line copies a process's text (a copying head) and ends inside it: a quote left open, a format's
+    tail missing after the copied name (NFS's ', error = N', direct I/O's ' PID: ', the memory controller's
+    ' killed as a result of limit of ', a crash report's '[start+size]'). A pids-controller path ends its line when
+    whole too: it counts only where the lines are one record by their stamps. A line that merely holds an
+    apostrophe ('can't recover', 'device's health') or a copying head whose line is whole (an audit record, an OOM
+    report's cgroup fields) cuts nothing."""
+    if not _COPIES_USER_TEXT.search(head):
+        return False
+    return _leaves_quote_open(head) or _TAIL_MISSING.search(head) is not None \
+        or _CRASH_REPORT_CUT.search(head) is not None or (same_record and _PIDS_PATH.search(head) is not None)
 
 
 # a user-space crash report whose line ends before print_vma_addr's '[start+size]': its file's name went on
