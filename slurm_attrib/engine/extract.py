@@ -489,12 +489,17 @@ def _short(text: str) -> str:
 # cgroup v1 step's cgroup belongs to the job's user), tmpfs' 'Bad mount option <option>' before 5.4 (mm/shmem.c) and
 # overlayfs' 'invalid redirect (<xattr>)' (a user's overlay in its namespace), and the heads hostile rounds found
 # since: exec's 'process '<path>' started with executable stack', overlayfs' 'invalid origin (<dir>/<name>', x86's
-# 'bad frame in' and 'control protection ip:' reports, direct I/O's 'File: <path> PID:', cgroup2's, procfs' and
+# 'bad frame in' and 'control protection ip:' reports, the other architectures' crash reports (arm64's 'unhandled
+# exception:', riscv's 'unhandled signal N code', powerpc's '<signal> (N) at ... nip', s390's 'User process fault:'),
+# direct I/O's 'File: <path> PID:', cgroup2's, procfs' and
 # overlayfs' 'unknown option "<opt>"' / 'unrecognized mount option "<opt>"'. A rule's words after such a
 # head are the user's, wherever the line came from; the head is looked for before the match, in any wrapping (a JSON
 # member, an export's field)
 _COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|\bprocess \''
                                r'|invalid origin \(|\bbad frame in |\bcontrol protection ip:|\bFile: /'
+                               r'|\]: unhandled (?:exception: |signal \d{1,3} code )'
+                               r'|\]: [\w ]{1,40} \(\d{1,3}\) at [0-9a-f]{1,16} nip '
+                               r'|\bUser process fault: '
                                r'|\b(?:unknown|[Uu]nrecognized mount) option "'
                                r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
                                r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
@@ -535,10 +540,11 @@ def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
     return start <= match_start and text.count("'", start, match_start) % 2 == 1
 
 
-# print_vma_addr's ' in <file>[<start>+<size>]' (mm/memory.c), which every user-space crash report ends with (x86's
+# print_vma_addr's ' in <file>[<start>+<size>]' (mm/memory.c; since 6.x '<file>[<offset>,<start>+<size>]'), which every
+# user-space crash report ends with (x86's
 # segfault, bad frame, general protection and control-protection lines, arm64's unhandled exceptions, powerpc's
 # show_signal_msg): the file is the process's own, named as it chose
-_VMA_FILE_END = re.compile(r"\[[0-9a-f]{1,16}\+[0-9a-f]{1,16}\]")
+_VMA_FILE_END = re.compile(r"\[(?:[0-9a-f]{1,16},)?[0-9a-f]{1,16}\+[0-9a-f]{1,16}\]")
 # what opens a quoted value of a wrapper's record (a JSON member, a CSV cell, Fluent Bit's map): a quote after these
 _VALUE_OPENERS = frozenset(':,>=[{')
 
@@ -682,7 +688,7 @@ def _cut_inside_copy(head: str, same_record: bool) -> bool:
 
 # a user-space crash report whose line ends before print_vma_addr's '[start+size]': its file's name went on
 _CRASH_REPORT_CUT = re.compile(r"(?:\]:? (?:segfault|bad frame|general protection|control protection|unhandled)"
-                               r"|\btraps: )(?![^\n]*\[[0-9a-f]{1,16}\+[0-9a-f]{1,16}\])[^\n]* in [^\n]*$")
+                               r"|\btraps: )(?![^\n]*" + _VMA_FILE_END.pattern + r")[^\n]* in [^\n]*$")
 
 
 def _near_with(line: Line, mark: bytes) -> bool:
