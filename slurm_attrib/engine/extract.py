@@ -363,6 +363,7 @@ class KernelLines:
         # write to /dev/kmsg (journald-kmsg.c takes its identifier from the text: 'NVRM: Xid ...' shows as NVRM)
         self.journal_file = origin == "journald"
         self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
+        self._head_memo: Optional[tuple[bytes, int, Optional[str]]] = None  # (block, line start, its record's head)
 
     def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int,
               programs: frozenset[str] = frozenset()) -> Optional[str]:
@@ -386,19 +387,22 @@ class KernelLines:
             self._refuse(f"inside a kernel message, after {copied}", line)
             return None
         indented = line.text[len(line.lead):][:1].isspace()
-        if indented and len(text) - len(text.lstrip(" ")) >= MESSAGE_COLUMN_MIN and _record_head(line) is None:
-            # a further line whose record's first line is out of reach (a record cut into hundreds of lines, or a file
-            # whose first lines the collector's cap cut away): what the record's head says cannot be read
+        head = self._record_head(line) if indented else None
+        if indented and head is None and self.own_origin \
+                and len(text) - len(text.lstrip(" ")) >= MESSAGE_COLUMN_MIN:
+            # in a log the epilog read from the node (a journal, the ring buffer), a further line whose record's
+            # first line is out of reach (a record cut into hundreds of lines, or a file whose first lines the
+            # collector's cap cut away): what the record's head says cannot be read. A log a person pasted may be
+            # indented as a whole, however deep.
             self._refuse("a further line of a record whose first line is out of reach", line)
             return None
-        if indented and _stamped_itself(text) and _under_its_message(line, text):
+        if head is not None and _stamped_itself(text) and _under_its_message(head, text):
             # journalctl and dmesg indent a record's further lines under its first, and they are its message's text:
             # one that carries a stamp of its own was written so, inside text the record copied (a log pasted
             # indented as a whole has no first line out of the indent)
             self._refuse("an indented further line of a record that carries a stamp of its own", line)
             return None
-        if indented and (first := _record_head(line)) is not None \
-                and (_COPIES_USER_TEXT.search(first) or _leaves_quote_open(first) or _programs_record(first)):
+        if head is not None and (_COPIES_USER_TEXT.search(head) or _leaves_quote_open(head) or _programs_record(head)):
             # journalctl and dmesg indent a message's further lines under its first: a newline inside the text a
             # process chose (a mount option, an xattr, a program's own multi-line message) makes a line of its own
             # that only its record's head betrays
@@ -424,17 +428,31 @@ class KernelLines:
                 self._refuse(f"written by a program (tag {_short(tag)}), not by the kernel", line)
                 return None
             verified = False  # no tag, or the kernel's own text where a tag belongs (`logger -t NVRM` too)
-        elif stamp.fmt == "dmesg_uptime" and (head := _MONOTONIC_HEAD.match(stamp.message)) is not None \
-                and head.group(1).split(".", 1)[0].lower() in self.aliases and head.group(2) != "kernel":
+        elif stamp.fmt == "dmesg_uptime" and (monotonic := _MONOTONIC_HEAD.match(stamp.message)) is not None \
+                and monotonic.group(1).split(".", 1)[0].lower() in self.aliases and monotonic.group(2) != "kernel":
             # journalctl -o short-monotonic of the whole journal: '[ 856341.77] node-01 alice[42]: NVRM: ...' is
             # the node's own host name, then the program that wrote the line
-            if match_start >= len(text) - len(stamp.message) + head.end():
-                self._refuse(f"written by a program (tag {_short(head.group(2))}), not by the kernel", line)
+            if match_start >= len(text) - len(stamp.message) + monotonic.end():
+                self._refuse(f"written by a program (tag {_short(monotonic.group(2))}), not by the kernel", line)
                 return None
             verified = False
         if self._host_refused(line, stamp):
             return None
         return TRUST_KERNEL if verified else TRUST_UNVERIFIED
+
+    def _record_head(self, line: Line) -> Optional[str]:
+        """:func:`_record_head`, remembered while the hits of a block stay under the same first line (no line
+        between begins out of the indent): an indented log (a paste, a long record) would otherwise walk the same
+        lines back for every hit in it. Within a block the first line is so followed however far above it is."""
+        buffer = line.buffer
+        memo = self._head_memo
+        if memo is not None and memo[0] is buffer and memo[1] < line.start \
+                and _UNINDENTED_LINE.search(buffer, memo[1], line.start) is None:
+            self._head_memo = (buffer, line.start, memo[2])
+            return memo[2]
+        head = _record_head(line)
+        self._head_memo = (buffer, line.start, head)
+        return head
 
     def _host_refused(self, line: Line, stamp: ParsedStamp) -> bool:
         """The line's own host is not the file's node (refused, and counted): another node of the job, or a
@@ -557,6 +575,8 @@ _PACKET_LOG = re.compile(r"IN=[^\s/:]{0,15} OUT=[^\s/:]{0,15} ")  # (an interfac
 _TAIL_MISSING = re.compile(r"state recovery failed for open file (?![^\n]*, error = -?\d{1,5}\s*$)"
                            r"|\bFile: /(?![^\n]* PID: \d)|\bTask in /(?![^\n]* killed as a result of limit of )")
 _PIDS_PATH = re.compile(r"fork rejected by pids controller in [^\n]*$")
+# a line that begins out of the indent (a record's first line), after the newline before it
+_UNINDENTED_LINE = re.compile(rb"\n[^ \t\r\n]")
 
 
 def _quote_opened_by_text(text: str) -> Optional[int]:
@@ -589,13 +609,10 @@ def _leaves_quote_open(head: str) -> bool:
         or (opened is not None and message.count('"', opened) % 2 == 1)
 
 
-def _under_its_message(line: Line, text: str) -> bool:
-    """Whether the indented line sits under a stamped record's first line, indented to where that record's message
-    begins, as journalctl and util-linux dmesg print a record's further lines (not a log pasted indented under a
-    heading or a YAML key)."""
-    head = _record_head(line)
-    if head is None:
-        return False
+def _under_its_message(head: str, text: str) -> bool:
+    """Whether the indented line sits under a stamped record's first line (``head``), indented to where that
+    record's message begins, as journalctl and util-linux dmesg print a record's further lines (not a log pasted
+    indented under a heading or a YAML key)."""
     stamp = parse_line_time(head, TimeContext())
     if (stamp.time is None and stamp.uptime is None) or not stamp.message or not head.endswith(stamp.message):
         return False
@@ -664,7 +681,7 @@ def _open_copy_in_the_second(line: Line, text: str, stamp: ParsedStamp) -> bool:
             return False
         if _cut_inside_copy(previous, same_record=False):
             return True
-    return _beyond_reach(line)  # more lines in the second than the reach: what began them is not seen
+    return False  # the lines of a second are records of their own: only a cut copy among them counts
 
 
 def _beyond_reach(line: Line) -> bool:
