@@ -363,7 +363,8 @@ class KernelLines:
         # write to /dev/kmsg (journald-kmsg.c takes its identifier from the text: 'NVRM: Xid ...' shows as NVRM)
         self.journal_file = origin == "journald"
         self.counts: dict[str, list[Any]] = {}  # reason -> [count, first line number]
-        self._head_memo: Optional[tuple[bytes, int, Optional[str]]] = None  # (block, line start, its record's head)
+        # (block, line start, its record's head, the line's lead): the last further line's record
+        self._head_memo: Optional[tuple[bytes, int, Optional[str], str]] = None
 
     def trust(self, line: Line, text: str, stamp: ParsedStamp, match_start: int,
               programs: frozenset[str] = frozenset()) -> Optional[str]:
@@ -388,12 +389,9 @@ class KernelLines:
             return None
         indented = line.text[len(line.lead):][:1].isspace()
         head = self._record_head(line) if indented else None
-        if indented and head is None and self.own_origin \
-                and len(text) - len(text.lstrip(" ")) >= MESSAGE_COLUMN_MIN:
-            # in a log the epilog read from the node (a journal, the ring buffer), a further line whose record's
-            # first line is out of reach (a record cut into hundreds of lines, or a file whose first lines the
-            # collector's cap cut away): what the record's head says cannot be read. A log a person pasted may be
-            # indented as a whole, however deep.
+        if indented and head is None and _out_of_reach_further_line(text, self.own_origin):
+            # a further line whose record's first line is out of reach (a record cut into hundreds of lines, or a file
+            # whose first lines the collector's cap cut away): what the record's head says cannot be read
             self._refuse("a further line of a record whose first line is out of reach", line)
             return None
         if head is not None and _stamped_itself(text) and _under_its_message(head, text):
@@ -446,12 +444,12 @@ class KernelLines:
         lines back for every hit in it. Within a block the first line is so followed however far above it is."""
         buffer = line.buffer
         memo = self._head_memo
-        if memo is not None and memo[0] is buffer and memo[1] < line.start \
-                and _UNINDENTED_LINE.search(buffer, memo[1], line.start) is None:
-            self._head_memo = (buffer, line.start, memo[2])
+        if memo is not None and memo[0] is buffer and memo[1] < line.start and memo[3] == line.lead \
+                and _UNINDENTED_LINE.search(buffer, max(0, memo[1] - 1), line.start) is None:
+            self._head_memo = (buffer, line.start, memo[2], line.lead)
             return memo[2]
         head = _record_head(line)
-        self._head_memo = (buffer, line.start, head)
+        self._head_memo = (buffer, line.start, head, line.lead)
         return head
 
     def _host_refused(self, line: Line, stamp: ParsedStamp) -> bool:
@@ -607,6 +605,20 @@ def _leaves_quote_open(head: str) -> bool:
     # an apostrophe inside a double-quoted value is that value's ('name="/home/u/it's"' in an audit record)
     return _DOUBLE_QUOTED.sub("", message).count("'") % 2 == 1 \
         or (opened is not None and message.count('"', opened) % 2 == 1)
+
+
+def _out_of_reach_further_line(text: str, own_origin: bool) -> bool:
+    """Whether an indented line with no first line in reach is a record's further line, not a log a person pasted
+    indented (however deep): in a log the epilog read from the node, any line at a message's column; anywhere, a line
+    indented exactly as wide as its own stamp and header, as a forged record is aligned under a real one of the
+    same format (a paste is indented by 2, 4, 8 or a tab, whatever its stamps)."""
+    indent = len(text) - len(text.lstrip(" "))
+    if own_origin and indent >= MESSAGE_COLUMN_MIN:
+        return True
+    own = parse_line_time(text.lstrip(" "), TimeContext())
+    if (own.time is None and own.uptime is None) or not own.message:
+        return False
+    return indent == len(text) - indent - len(own.message)
 
 
 def _under_its_message(head: str, text: str) -> bool:
