@@ -639,13 +639,13 @@ def _stamped_itself(text: str) -> bool:
 
 
 def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
-    """Whether the line is a further line of a record whose first line copies a process's text (a copying head, an
-    open quote) or that ends as a packet log: dmesg read through syslog(2) (dmesg -S, BusyBox) prints each line of a
-    record with the record's stamp, so a newline in copied text starts a line that looks like a record of its own.
-    Lines are one record where their stamps agree to the microsecond (the same uptime, a time with its microseconds,
-    a zero delta). A stamp of the second (dmesg -T) is shared by every record of that second: there a line above in
-    the same second only counts when it copies a process's text (a copying head), not for an apostrophe of its own
-    ('can't change power state')."""
+    """Whether the line is a further line of a record whose first line copies a process's text and ends inside it
+    (:func:`_cut_inside_copy`), or that ends as a packet log: dmesg read through syslog(2) (dmesg -S, BusyBox) prints
+    each line of a record with the record's stamp, so a newline in copied text starts a line that looks like a
+    record of its own. Lines are one record where their stamps agree to the microsecond (the same uptime, a time with
+    its microseconds, a zero delta); a record longer than the reach is refused. A stamp of the second (dmesg -T) is
+    shared by every record of that second: there a line above in the same second counts only when it is such a cut
+    copy (:func:`_open_copy_in_the_second`), never for an apostrophe of its own ('can't change power state')."""
     own = key = _record_key(text, stamp)
     if own is None:
         return stamp.fmt.startswith("dmesg") and _open_copy_in_the_second(line, text, stamp)
