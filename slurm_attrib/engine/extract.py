@@ -568,7 +568,6 @@ _VALUE_OPENERS = frozenset(':,>=[{')
 # netfilter's packet log (net/netfilter/nf_log_syslog.c, ebt_log.c): the rule's --log-prefix, which whoever
 # administers a network namespace chooses, is printed first, then ' IN=<if> OUT=<if> '
 _PACKET_LOG = re.compile(r"IN=[^\s/:]{0,15} OUT=[^\s/:]{0,15} ")  # (an interface's name: no blank, '/' or ':')
-# copying heads whose copied text runs to the end of their line (a cgroup or file path that may hold a newline)
 # copying heads whose format goes on after the copied text: a line without that tail was cut inside the text
 _TAIL_MISSING = re.compile(r"state recovery failed for open file (?![^\n]*, error = -?\d{1,5}\s*$)"
                            r"|\bFile: /(?![^\n]* PID: \d)|\bTask in /(?![^\n]* killed as a result of limit of )")
