@@ -541,7 +541,9 @@ def _record_head(line: Line) -> Optional[str]:
 
 
 # how many lines a further line's record is followed back (or a record's lines forward): a record the kernel cut
-# into more lines than this is not one a driver wrote, and a line whose record's start lies beyond is refused
+# into more lines than this is not one a driver wrote. A line whose record's start lies beyond is refused where its
+# stamps make it one record (the same microsecond) or where it cannot be a paste (_out_of_reach_further_line); the
+# records of one second under a stamp of the second are each their own
 RECORD_REACH = 256
 # the least indent of a record's further line under journalctl or util-linux dmesg (the message's column after a
 # stamp: '[    3.513145] ' is 15 wide); a log pasted indented (4 spaces, a tab, a YAML block) is indented less
