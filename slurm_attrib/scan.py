@@ -68,9 +68,11 @@ def fold_bytes(pattern: bytes, fold: bool) -> bytes:
 
 def anchor_regex(anchor: bytes) -> bytes:
     """An escaped literal anchor; one that ends a line (``Error\\n``) also ends one with blanks after it or
-    written with CRLF (``Error  \\r\\n``: padded output, a Windows editor, a log shipped through a terminal)."""
+    written with CRLF (``Error  \\r\\n``: padded output, a Windows editor, a log shipped through a terminal), and
+    one a JSON record carries, where the line's end is the escape in its string (Docker's json-file:
+    ``{"log":"NotImplementedError\\n",...}``)."""
     if anchor.endswith(b"\n"):
-        return re.escape(anchor[:-1]) + b"[ \t\r]*\n"
+        return re.escape(anchor[:-1]) + rb'(?:[ \t\r]*\n|(?:[ \t]|\\[rt])*\\n")'
     return re.escape(anchor)
 
 

@@ -38,6 +38,13 @@ def test_an_anchor_that_ends_a_line_ends_a_crlf_or_padded_line_and_the_last_line
     assert stats.lines == 5 and stats.bytes == len(data)
 
 
+def test_an_anchor_that_ends_a_line_ends_one_inside_a_json_record() -> None:
+    """Docker's json-file keeps the line's newline as the escape in its string: '{"log":"NotImplementedError\\n"'."""
+    data = (b'{"log":"NotImplementedError\\n","stream":"stderr"}\n{"log": "ValueError\\r\\n"}\n'
+            b'{"log":"no Error here","stream":"stderr"}\n{"log":"KeyError\\n is quoted"}\n')
+    assert [h.lineno for h in _hits(data, [b"Error\n"])] == [1, 2]
+
+
 def test_control_sequences_are_cut_and_offsets_stay_the_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """`dmesg --color=always` colours the subsystem apart from the message ("NVRM: " then "Xid ..."): the
     sequences are cut before the scan, and each hit's offset is still its first kept byte in the file."""

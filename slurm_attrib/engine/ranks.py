@@ -54,9 +54,11 @@ _SHIPPED_STAMP = re.compile(f"{_COLUMN_OPEN}(?P<at>{_RFC3339_SHIPPED}){_COLUMN_C
                             f"(?P<naive>{_NAIVE_SHIPPED}) {_TORCH_RANK_NEXT}")
 # Docker's json-file log driver (the files `docker logs` reads, and what some shippers export): one JSON object
 # per line, the program's line in "log" with its newline, and the time the daemon read it,
-# {"log":"[1,5]<stderr>:RuntimeError: ...\n","stream":"stderr","time":"2024-07-10T11:52:03.000074123Z"}.
-# Also in the prefilter's bytes, where the object's opening stands before the line.
-JSON_WRAPPER_PATTERN = r'\{"log":"'
+# {"log":"[1,5]<stderr>:RuntimeError: ...\n","stream":"stderr","time":"2024-07-10T11:52:03.000074123Z"}; a
+# shipper or script that re-serialises it may put blanks around the colon ('{"log": "...", ...}', Python's
+# json.dumps). Also in the prefilter's bytes, where the object's opening stands before the line.
+JSON_WRAPPER_PATTERN = r'\{[ \t]*"log"[ \t]*:[ \t]*"'
+_JSON_WRAPPER = re.compile(JSON_WRAPPER_PATTERN)
 _JSON_WRAPPED_MAX = 1 << 16  # a longer line is not unwrapped
 # Ray's worker prefix names the node's address: "(RayTrainWorker pid=43515, ip=10.141.2.13) ..."
 _RAY_ADDRESS = re.compile(r"\s*\((?:[A-Za-z_][\w.:-]*(?: rank=\d+)? )?pid=\d+, ip=(\d{1,3}(?:\.\d{1,3}){3})\)")
@@ -109,7 +111,7 @@ def _shipped(text: str) -> tuple[str, int]:
 
 def _json_wrapped(text: str) -> Optional[tuple[str, str]]:
     """(time, line) of a Docker json-file object (:data:`JSON_WRAPPER_PATTERN`), or None for any other line."""
-    entry = json_object(text, _JSON_WRAPPED_MAX) if text.startswith('{"log":') else None
+    entry = json_object(text, _JSON_WRAPPED_MAX) if _JSON_WRAPPER.match(text) else None
     line = entry.get("log") if entry is not None else None
     if entry is None or not isinstance(line, str):
         return None

@@ -93,6 +93,9 @@ def test_every_shipped_regex_translates() -> None:
 @pytest.mark.parametrize(("regex", "line"), [
     (r"^(?P<e>[A-Za-z_][\w.]*Error)(?:: (?P<m>.*))?$", b"[rank3]: 3: ValueError: x"),  # ^ after rank prefixes
     (r"^(?P<e>[A-Za-z_][\w.]*Error)(?:: (?P<m>.*))?$", b"2026-11-20T09:45:12.123456789Z [rank3]: ValueError: x"),
+    # Docker's json-file object around the line, compact or re-serialised with blanks
+    (r"^(?P<e>[A-Za-z_][\w.]*Error)(?:: (?P<m>.*))?$", b'{"log":"[rank3]: ValueError: x\\n","stream":"stderr"}'),
+    (r"^(?P<e>[A-Za-z_][\w.]*Error)(?:: (?P<m>.*))?$", b'{ "log" : "ValueError: x\\n", "stream": "stderr"}'),
     (r"host (?P<h>[\w.-]+) down\s*$", "host n\u00f6de-01 down\r".encode()),  # \w beyond ASCII, $ before CR
     (r"code=(?P<c>\d+)", "code=\u0663".encode()),  # a Unicode digit
     (r"a\sb", b"a\x1cb"),  # Python's \s takes the ASCII separators

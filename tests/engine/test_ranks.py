@@ -163,6 +163,9 @@ def _split_by_regex_alone(text: str) -> tuple[Optional[Stream], str]:
      '"time":"2024-07-10T11:52:03.000074123Z"}', (None, 5, None),
      "RuntimeError: CUDA error: uncorrectable ECC error encountered", "2024-07-10T11:52:03.000074123Z"),
     ('{"log":"say \\"hi\\"\\n","stream":"stdout"}', None, 'say "hi"', ""),
+    # the same object re-serialised with blanks after its colons (Python's json.dumps, some shippers)
+    ('{"log": "[rank2]: KeyError: 3\\n", "stream": "stderr", "time": "2024-07-10T11:52:03Z"}', (None, 2, None),
+     "KeyError: 3", "2024-07-10T11:52:03Z"),
     ('{"log": broken', None, '{"log": broken', ""),  # not JSON: the line as it is
     # the CloudWatch Logs console's table copied as text: the stamp's column between bars
     ("  | 2024-08-23T22:22:51.873Z | [rank3]:[E ProcessGroupNCCL.cpp:577] [Rank 3] Some NCCL operations have "
