@@ -361,7 +361,7 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     timed = sorted((s for s in candidates if s.time is not None), key=Symptom.sort_key)
     margin = int(rule_.params.get("override_margin", 15))
     if timed:
-        leader = timed[0]
+        leader = _strongest_of_its_line(timed)
         latest = latest_time(leader)
         horizon = latest + ctx.tolerance(ctx.settings.skew_s) if latest else None
         close = [s for s in timed if s.time is not None and (horizon is None or s.time <= horizon)]
@@ -393,6 +393,18 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
         sym.fields["leading"] = True
     ctx.leaders = leaders
     return len(leaders)
+
+
+def _strongest_of_its_line(timed: list[Symptom]) -> Symptom:
+    """The earliest candidate, or the strongest of those read from the same line as it: two rules' readings of one
+    line happened at one moment, so their order in ``timed`` (the rule's name) says nothing of which came first."""
+    first = timed[0]
+    where = first.evidence[0] if first.evidence else None
+    if where is None:
+        return first
+    same = [s for s in timed if s.evidence and s.time == first.time
+            and (s.evidence[0].file, s.evidence[0].line) == (where.file, where.line)]
+    return _strongest_first(same)[0]
 
 
 def _fatal_after_unseen_link(ctx: EngineContext, leader: Symptom, timed: list[Symptom], leaders: list[Symptom],

@@ -3,6 +3,7 @@ how strong a kernel fault must be to explain an application error."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 from slurm_attrib.engine.causal import CausalModel
@@ -93,6 +94,20 @@ def test_a_candidate_with_no_time_that_the_leader_cannot_cause_leads_with_it() -
     exception = make_symptom("python_exception", "application", "workload", 50, node="node-01", role="candidate",
                              time=None)
     assert _leaders(kill, exception) == ["host_oom_kill"]
+
+
+def test_two_readings_of_one_line_are_not_ordered_by_their_rules_names() -> None:
+    """'OSError: [Errno 37] No locks available' is an exception and a refused file lock: read from one stamped
+    line, neither came first, so the stronger reading leads, as it does when the line has no stamp."""
+    exception = make_symptom("python_exception", "application", "workload", 40, node="node-01", source="app",
+                             role="candidate")
+    lock = make_symptom("storage_error", "storage", "unknown", 55, node="node-01", source="app", role="candidate")
+    exception.rule_id, lock.rule_id = "app.python_exception", "app.storage_lock_failed"
+    assert _leaders(exception, lock)[0] == "storage_error"
+    later = make_symptom("storage_error", "storage", "unknown", 55, node="node-01", source="app", role="candidate",
+                         time=T0 + timedelta(seconds=1))
+    later.evidence[0] = dataclasses.replace(later.evidence[0], line=2)  # another line, a second later
+    assert _leaders(exception, later)[0] == "python_exception"
 
 
 def test_a_gpu_fault_and_another_nodes_host_oom_kill_in_one_second_both_lead() -> None:

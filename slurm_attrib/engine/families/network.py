@@ -15,6 +15,7 @@ from typing import Any, Optional
 from ...model import Symptom
 from ...scan import Line
 from ..context import EngineContext
+from ..ranks import split_rank
 from ..registry import decoder
 
 
@@ -163,7 +164,7 @@ _HEX_ROW = re.compile(r"^\s*([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) (
 def decode_mlx5_cqe(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """libmlx5 'got completion with error:' is followed by the 64-byte CQE in four hex rows; the
     syndrome is the low byte of the second word of the last row (mlx5_err_cqe)."""
-    rows = [m for m in (_HEX_ROW.match(t.split(": ", 1)[-1]) for t in line.following(4)) if m]
+    rows = [m for m in (_HEX_ROW.match(split_rank(t)[1]) for t in line.following(4)) if m]
     status = None
     if len(rows) == 4:
         word = int(rows[3].group(2), 16)
