@@ -220,8 +220,15 @@ ALLOC_FAILED = re.compile(r"\bCU(?:BLAS|DNN|SOLVER|SPARSE|RAND)_STATUS_ALLOC_FAI
 # cuBLAS's and cuDNN's 'the GPU program failed to execute' (CUBLAS_STATUS_EXECUTION_FAILED 13, CUDNN_STATUS_EXECUTION_
 # FAILED 8): a kernel that did not run, for a fault of the GPU or an error an earlier kernel left, as an 'unspecified
 # launch failure' is; undecided until the kernel log or a diagnostic says (a library bug, pytorch#24018; a card,
-# pytorch#40420). Their other statuses (NOT_SUPPORTED, INVALID_VALUE, INTERNAL_ERROR) are the job's environment.
+# pytorch#40420), or a memory shortage in disguise: the fastest algorithm's workspace that did not fit (caffe#2197,
+# pytorch#17774, where NVIDIA's engineers call it 'OOM in disguise'). Their other statuses (NOT_SUPPORTED,
+# INVALID_VALUE, INTERNAL_ERROR) are the job's environment.
 EXECUTION_FAILED = re.compile(r"\bCU(?:BLAS|DNN)_STATUS_EXECUTION_FAILED\b")
+LIBRARY_EXECUTION_FAILED = Verdict("candidate", "unknown", "unknown", 30,
+                                   "a cuBLAS/cuDNN kernel that did not run: a GPU fault, an error an earlier kernel "
+                                   "left, or GPU memory too short for the algorithm's workspace; the kernel log (Xid "
+                                   "13/31/43/79) and the run with a smaller batch or cudnn.benchmark off tell",
+                                   readings=("gpu_hardware", "application", "gpu_oom"))
 _NAME = re.compile(r"\b(?:cudaError\w+|hipError\w+|CUDA_ERROR_[A-Z_]+|(?<![A-Z_])ERROR_[A-Z_]+)")
 # 'code=802(', '(code #214,', 'error code 214', 'Error 802: ', 'Cuda failure 802 ', 'runtime error (802)',
 # glog's 'cudaSuccess == cudaStat (0 vs. 39)', numba's '[719] Call to', geryon's (LAMMPS GPU package) 'Cuda driver error
@@ -284,7 +291,7 @@ def classify_line(sym: Symptom, text: str) -> bool:
         return True
     failed = EXECUTION_FAILED.search(text)
     if failed is not None:
-        apply_verdict(sym, INDETERMINATE)
+        apply_verdict(sym, LIBRARY_EXECUTION_FAILED)
         sym.fields.setdefault("cuda_error", failed.group(0))
         return True
     error = classify_cuda(text)
@@ -594,6 +601,31 @@ AMD_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75, "uncorrect
 # the RAS report's count of uncorrectable errors in the memory controller (amdgpu_umc.c, after the interrupt's
 # 'uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!'): the event is the GPU's memory; a zero count
 # and 'no uncorrectable hardware errors detected in umc block' say it is not
+# A VM fault by one of the GPU's engines the driver and the ROCm runtime program (gfxhub_v*_0.c, gmc_v9_0.c:
+# '\t Faulty UTCL2 client ID: SDMA0 (0xd)' under the fault): the copy engines (SDMA, which HIP's copies use too),
+# the command processor's fetchers (CPC, CPF, CPG), the RLC, the firmware's and video blocks. A shader's access (TCP,
+# SQC, TA) is the program's own; one of these is the driver's or firmware's (a kernel regression, a KFD restore that
+# failed) as often as the program's buffers.
+AMD_ENGINE_FAULT = Verdict("candidate", "unknown", "unknown", 40,
+                           "a GPU page fault by an engine the driver and runtime program (a copy engine, the command "
+                           "processor, the RLC or firmware), not a shader: the driver or firmware (a kernel "
+                           "regression) or the program's buffers; the same run on another kernel or driver tells",
+                           readings=("node_failure", "application"))
+_AMD_FAULT_CLIENT = re.compile(r"Faulty UTCL2 client ID: (\w+)")
+_AMD_ENGINE_CLIENTS = re.compile(r"SDMA\d*|CP[CFG]|RLC|MP[01]|VCN\w*|JPEG\w*|HDP|OSS|XDP")
+
+
+def _amd_fault_client(line: Line) -> str | None:
+    """The UTCL2 client the fault's status lines name (the next lines, up to the next fault), or None."""
+    for text in line.following(12):
+        if "page fault" in text:
+            return None
+        found = _AMD_FAULT_CLIENT.search(text)
+        if found:
+            return found.group(1)
+    return None
+
+
 _AMD_UMC_ERRORS = re.compile(r"(?<!\d)[1-9]\d{0,5} (?:new )?uncorrectable hardware errors detected in "
                              r"(?:umc|UMC) [Bb]lock")
 
@@ -603,15 +635,19 @@ def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     """Which amdgpu line it is: a GPU that cannot start or an uncorrectable RAS error is the GPU's; a ring
     timeout and the reset it starts carry both readings; a VM page fault (gmc's '[gfxhub] page fault ...,
     for process <comm> pid <n>') is a process's access its GPU page tables refused, the MMU fault NVIDIA
-    logs as Xid 31: the code's, as app.gpu_hsa_fault's page faults are. The GPU is the one the line's PCI
-    address names."""
+    logs as Xid 31: the code's, as app.gpu_hsa_fault's page faults are, unless the status lines under it name an
+    engine the driver programs as the faulting client (both readings). The GPU is the one the line's PCI address
+    names."""
     error = str(sym.fields.get("error", ""))
     if "uncorrectable" in error:
         memory = str(sym.fields.get("block", "")).lower() == "umc" or (
             "detected!" in error and any(_AMD_UMC_ERRORS.search(text) for text in line.iter_following(4)))
         apply_verdict(sym, AMD_MEMORY if memory else AMD_UNCORRECTABLE)
     elif "page fault" in error:
-        apply_verdict(sym, KERNEL_BUG)
+        client = _amd_fault_client(line)
+        if client:
+            sym.fields["client"] = client
+        apply_verdict(sym, AMD_ENGINE_FAULT if client and _AMD_ENGINE_CLIENTS.fullmatch(client) else KERNEL_BUG)
     elif "timeout" in error or "reset begin" in error:
         apply_verdict(sym, INDETERMINATE)
     else:
