@@ -295,12 +295,13 @@ def _opens_traceback(text: str) -> bool:
 # vLLM's engine waiting on its workers' shared-memory queue or RPC (shm_broadcast.py, multiproc_executor.py)
 _WORKER_WAIT = re.compile(r"shm_broadcast\.py|multiproc_executor\.py|\.dequeue\(|"
                           r"No available shared memory broadcast block")
-# exceptions a program's own data or code raises (a missing key or column, a bad index or type, an assertion
-# on its own values, a file or module that is not there): a GPU or link fault makes CUDA, NCCL or the OS fail
-# with their own errors, not these
+# exceptions a program's own data or code raises (a missing key or column, a bad index, type or value, an
+# assertion on its own values, a file or module that is not there): a GPU or link fault makes CUDA, NCCL or the OS
+# fail with their own errors, not these (a ValueError about the device, 'Expected a cuda device', is left out by
+# _DEVICE_WORDS)
 _CODE_ERRORS = frozenset({"KeyError", "IndexError", "TypeError", "AttributeError", "NameError", "UnboundLocalError",
                           "AssertionError", "FileNotFoundError", "ModuleNotFoundError", "ZeroDivisionError",
-                          "NotImplementedError", "SyntaxError", "IndentationError", "RecursionError",
+                          "ValueError", "NotImplementedError", "SyntaxError", "IndentationError", "RecursionError",
                           "JSONDecodeError", "UnicodeDecodeError", "UnicodeEncodeError"})
 _DEVICE_WORDS = re.compile(r"(?i)cuda|nccl|cudnn|cublas|device|gpu|xid|nvlink|ecc|hip\b|rocm")
 # PyTorch's checks on the program's own tensors (TORCH_CHECK in ATen: shapes, sizes, dtypes, devices, indices,
