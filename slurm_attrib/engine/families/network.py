@@ -306,6 +306,11 @@ _MISCONFIG = re.compile(r"(?i)network is unreachable|no route to host|cannot ass
 # a connection to a loopback address of another rank: a host name that resolves to 127.0.1.1 (Debian's
 # /etc/hosts) or an interface choice that advertised loopback; nothing of another node's was reached
 _LOOPBACK_PEER = re.compile(r"\[(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)\]:\d+|(?<![\d.])127\.0\.[01]\.1(?![\d.])")
+# a link-local address (IPv4 169.254/16, IPv6 fe80::/10): an interface no other node routes to (a GH200's
+# 169.254.3.1 host NIC, an ip6tnl or veth interface with only its fe80:: address) that the bootstrap or socket
+# transport picked and advertised; a connect to it from another node reached nothing of the peer's
+_LINK_LOCAL_PEER = re.compile(r"(?<![\d.])169\.254\.\d{1,3}\.\d{1,3}(?![\d.])|"
+                              r"(?i:(?<![\w:])fe[89ab][0-9a-f]:[0-9a-f:]{1,40})")
 _REFUSED = re.compile(r"(?i)connection refused|ECONNREFUSED")
 _PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|closed by (?:remote )?peer|"
                         r"end of file|ECONNRESET|EPIPE|ECONNREFUSED")
@@ -328,11 +333,16 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
     that does not resolve is a configuration candidate (interface, MASTER_ADDR, firewall). A connection
     refused at a loopback address in a job of several nodes reached no peer at all (the host's name resolves
     to 127.0.1.1); one that was closed or reset was up, so the peer was there and went away (in a one-node
-    job every peer is at a loopback address)."""
+    job every peer is at a loopback address). A connect refused or timed out at a link-local address in a job of
+    several nodes went to an interface no other node routes to."""
     if not one_node and _REFUSED.search(text) and _LOOPBACK_PEER.search(text):
         return Verdict("candidate", "unknown", 45, "the peer's address is a loopback address: the host name "
                        "resolves to 127.0.x.x (/etc/hosts) or the interface chosen is lo (GLOO_SOCKET_IFNAME / "
                        "NCCL_SOCKET_IFNAME)")
+    if not one_node and (_REFUSED.search(text) or _CONNECT_TIMED_OUT.search(text)) and _LINK_LOCAL_PEER.search(text):
+        return Verdict("candidate", "unknown", 45, "the peer's address is link-local (169.254.x.x, fe80::): the "
+                       "interface chosen is one no other node routes to (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, a "
+                       "host-only or virtual interface)")
     if _MISCONFIG.search(text):
         return Verdict("candidate", "unknown", 40, "the address or interface chosen for the connection is "
                        "not usable from this host (interface selection, MASTER_ADDR, routing or DNS)")
