@@ -41,6 +41,9 @@ __all__ = ["DEFAULT_FILES", "KernelLogResult", "KernelLogSource"]
 
 DEFAULT_FILES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 KERNEL_ONLY_NAMES = ("kern.log", "kernel.log")  # rsyslog's kern.* files; any other file is taken as mixed
+# added to the reason when the window was larger than the cap: the engine reads the window as cut only then
+# (slurm_attrib.bundle.KERNEL_LOG_CUT, the same words: the collector does not import the engine's modules)
+KERNEL_LOG_CUT = "window larger than the cap, tail kept"
 
 
 def file_origin(path: str) -> str:
@@ -191,5 +194,5 @@ def _note(notes: list[str], last: str) -> str:
 def _result(state: str, data: bytes, reason: str, began: float, truncated: bool = False,
             origin: str = "") -> KernelLogResult:
     if truncated:
-        reason += "; window larger than the cap, tail kept"
+        reason += "; " + KERNEL_LOG_CUT
     return KernelLogResult(state, data, reason, time.monotonic() - began, truncated, origin)

@@ -85,7 +85,8 @@ class Bundle:
     problems: list[str] = field(default_factory=list)
     kernel_origins: dict[str, str] = field(default_factory=dict)  # node -> KERNEL_ORIGIN_* (collection/NODE.yaml)
     kernel_complete: frozenset[str] = frozenset()  # nodes whose collection record says the kernel log's state was ok
-    kernel_uncut: frozenset[str] = frozenset()  # of those, the ones whose record gives no reason (no cap, no tail kept)
+    # nodes whose kernel log window was read to its end, or found empty, and not cut (no KERNEL_LOG_CUT in its reason)
+    kernel_uncut: frozenset[str] = frozenset()
     clock_skews: dict[str, float] = field(default_factory=dict)  # node -> s its clock was behind (negative)
     # node -> the GPUs Slurm gave the job there, as the epilog read SLURM_JOB_GPUS (indexes) or
     # CUDA_VISIBLE_DEVICES (indexes or UUIDs) into collection/NODE.yaml's ``gpus``
@@ -149,6 +150,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
 # a log shipper or a file named in an inventory (`shipped`): nothing says who wrote them.
 # A file the configuration names as the node's kernel log (`configured`) is trusted as the configuration says.
 KERNEL_ORIGINS = ("journald", "dmesg", "configured", "kern-file", "mixed-file", "shipped")
+# what the node collector adds to a kernel log's reason when the window was larger than its cap and only the tail kept
+# (connectors/kernel_log.py's KERNEL_LOG_CUT; a test holds the two the same)
+KERNEL_LOG_CUT = "window larger than the cap, tail kept"
 TRUSTED_KERNEL_ORIGINS = ("journald", "dmesg", "configured")
 
 
@@ -165,9 +169,10 @@ def _load_collection_records(root: Path, problems: list[str]
     """collection/NODE.yaml (the node bundle's collection.yaml, copied by the finalizer) → the origin of
     that node's kernel log (a record without one says ``unrecorded``), how far its clock was behind
     the controller's at the Epilog (``clock_skew_s``, when the collector could tell) and the GPUs the job had
-    there (``gpus``: SLURM_JOB_GPUS, '0,1' or '0-3', or CUDA_VISIBLE_DEVICES' indexes or UUIDs), and the nodes whose
-    kernel log the collector read whole (its state ``ok``), and of those the ones it gave no reason for (a window
-    larger than its cap, a tail kept)."""
+    there (``gpus``: SLURM_JOB_GPUS, '0,1' or '0-3', or CUDA_VISIBLE_DEVICES' indexes or UUIDs), the nodes whose
+    kernel log the collector read whole (its state ``ok``), and the nodes whose window it read to the end or found
+    empty and did not cut (no :data:`KERNEL_LOG_CUT` in its reason: the reason also says which sources it tried
+    first, 'journalctl: no kernel lines in the window; ... read /var/log/messages', which cuts nothing)."""
     origins: dict[str, str] = {}
     skews: dict[str, float] = {}
     gpus: dict[str, tuple[str, ...]] = {}
@@ -191,8 +196,8 @@ def _load_collection_records(root: Path, problems: list[str]
                 origin = value if value in KERNEL_ORIGINS else "unrecorded"
                 if entry.get("state") == "ok":
                     complete.add(path.stem)
-                    if not _text(entry.get("reason")):
-                        uncut.add(path.stem)
+                if entry.get("state") in ("ok", "empty") and KERNEL_LOG_CUT not in _text(entry.get("reason")):
+                    uncut.add(path.stem)
         origins[path.stem] = origin
         named = _gpu_list(raw.get("gpus") if isinstance(raw, dict) else None)
         if named:

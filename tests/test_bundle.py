@@ -101,3 +101,28 @@ def test_allocated_gpus_are_the_facts_pci_addresses(tmp_path: Path) -> None:
     assert load_bundle(tmp_path).allocated_gpus("n1") is None
     (tmp_path / "collection" / "n1.yaml").write_text("gpus: GPU-b,GPU-z\n")  # GPU-z is not in the facts
     assert load_bundle(tmp_path).allocated_gpus("n1") is None
+
+
+@pytest.mark.parametrize(("record", "complete", "uncut"), [
+    ("{source: kernel_log, state: ok, reason: journalctl, origin: journald}", True, True),
+    # the collector's word on the sources it tried first cuts nothing: the file was read to the window's end
+    ("{source: kernel_log, state: ok, reason: 'journalctl: no kernel lines in the window; dmesg: no kernel lines in "
+     "the window; read /var/log/messages', origin: mixed-file}", True, True),
+    ("{source: kernel_log, state: empty, reason: 'journalctl: no kernel lines in the window; read /var/log/kern.log',"
+     " origin: kern-file}", False, True),
+    ("{source: kernel_log, state: ok, reason: 'read /var/log/messages; " + bundle_module.KERNEL_LOG_CUT + "', "
+     "origin: mixed-file}", True, False),
+    ("{source: kernel_log, state: timeout, reason: 'journalctl: timed out'}", False, False),
+])
+def test_a_kernel_log_is_uncut_unless_its_record_says_the_window_was_cut(tmp_path: Path, record: str,
+                                                                         complete: bool, uncut: bool) -> None:
+    (tmp_path / "job.yaml").write_text("job_id: '1'\nnodes: [n1]\n")
+    (tmp_path / "collection").mkdir()
+    (tmp_path / "collection" / "n1.yaml").write_text(f"sources: [{record}]\n")
+    bundle = load_bundle(tmp_path)
+    assert ("n1" in bundle.kernel_complete, "n1" in bundle.kernel_uncut) == (complete, uncut)
+
+
+def test_the_engine_reads_the_collectors_words_for_a_cut_window() -> None:
+    from slurm_attrib.connectors import kernel_log
+    assert bundle_module.KERNEL_LOG_CUT == kernel_log.KERNEL_LOG_CUT
