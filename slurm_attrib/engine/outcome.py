@@ -164,7 +164,8 @@ def _slurm_ended_at(ctx: EngineContext) -> Optional[datetime]:
 def _lost_nodes(ctx: EngineContext) -> list[str]:
     """The nodes Slurm lost: named by srun's 'Node failure on X', or whose bundle never arrived, or (a job that ended
     NODE_FAIL) whose facts, written by the collector after the job, say it booted after the job began and no later
-    than _REBOOT_AFTER_END after its end: it went down during the job and came back."""
+    than _REBOOT_AFTER_END after its end: it went down during the job and came back. Where some node's loss shows so,
+    srun's line alone names no other."""
     named = {s.node for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node}
     missing = set(ctx.job.missing_bundles)
     rebooted = set()
@@ -175,7 +176,13 @@ def _lost_nodes(ctx: EngineContext) -> list[str]:
             boot = facts.boot_time if facts else None
             if boot is not None and start < boot <= end + _REBOOT_AFTER_END:
                 rebooted.add(node)
-    return sorted(n for n in named | missing | rebooted if n)
+    corroborated = missing | rebooted
+    if corroborated and named - corroborated:
+        # srun's line is in the job's output, which the job can print too ('echo srun: error: Node failure on X'):
+        # where another node's loss shows in what no user writes (its bundle never came, it booted again), a node
+        # only such a line names, whose bundle came and which did not reboot, is not taken for lost as well
+        named &= corroborated
+    return sorted(n for n in named | corroborated if n)
 
 
 # how long after a NODE_FAIL job's end a node may have come back up and still be the one Slurm lost (a reboot takes
@@ -230,7 +237,13 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
     leader = _trusted_fault_over(ctx, owner, leader) or leader
     unplaced = leader is not None and leader.kind in str_list(owner, "unplaced_kinds")
     if not culprits and leader and leader.responsible == "infrastructure" and leader.node and not unplaced:
-        culprits, root = [leader.node], leader
+        if _unbacked_app_claim(ctx, leader) or _unverified_kernel_claim(ctx, leader):
+            # the same words that name no node in a job that failed (the job's own print, a line any local user
+            # can write) name none when Slurm lost a node: which one it lost they do not say
+            ctx.outcome.annotations.append(f"{_describe(leader)}: only words a user can write say so, and nothing "
+                                           "the node's kernel, GPU snapshot or Slurm recorded confirms it: not named")
+        else:
+            culprits, root = [leader.node], leader
     if not culprits and leader and (unplaced or leader.kind in _CLUSTER_WIDE_LOSS):
         # the controller and the nodes could not authenticate each other (munge's rewound or expired
         # credential: clocks apart), or a limit or configuration the nodes share (params.unplaced_kinds: the
