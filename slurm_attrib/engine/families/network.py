@@ -409,6 +409,22 @@ def decode_listen(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
     return True
 
 
+@decoder("c10d_store_barrier")
+def decode_store_barrier(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """init_process_group's store-based barrier gave up: more workers joined it than the world size (a second launch
+    on the same MASTER_ADDR:MASTER_PORT, or a store left over from an earlier run) is the job's launch; fewer is a
+    rank that never came (crashed, still busy before it, or never started): a wait, whose cause is elsewhere."""
+    joined, world = _int(sym.fields.get("joined")), _int(sym.fields.get("world_size"))
+    if joined is not None and world is not None and joined > world:
+        _apply(sym, Verdict("candidate", "workload", 50, "more processes joined the process group's barrier than its "
+                            "world size: two launches on one MASTER_ADDR:MASTER_PORT, or workers an earlier run left "
+                            "on that store", category="application"))
+    else:
+        _apply(sym, Verdict("cascade", meaning="some ranks never reached init_process_group: one crashed, was still "
+                            "busy (a download, a preprocessing step on one rank) or was never started"))
+    return True
+
+
 # --- kernel: ConnectX port and cable state --------------------------------------------------------
 @decoder("net_mlx5_port_module_event")
 def decode_module(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
