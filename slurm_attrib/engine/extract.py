@@ -334,6 +334,9 @@ class SymptomCaps:
 
 # the words of KernelLines' coverage notes for the kernel-looking lines it refused, which outcome looks for per file
 REFUSED_AS_EVIDENCE = "refused as evidence"
+# the words of a refusal for the line's host (another node's, or a machine's outside the job): the only refusal that
+# may hide a kernel line of the file's node, so a file with one is not taken as holding all of the node's lines
+HOST_REFUSAL = "named inside"
 
 
 class KernelLines:
@@ -460,11 +463,11 @@ class KernelLines:
         if self.own and isinstance(stamp.host, str) and stamp.host:
             named = match_node(self.nodes, stamp.host)
             if named is not None and named != self.own:
-                self._refuse(f"host {named} named inside {self.own}'s log", line)
+                self._refuse(f"host {named} {HOST_REFUSAL} {self.own}'s log", line)
                 return True
             if named is None and not self.own_origin and stamp.host.split(".", 1)[0].lower() not in self.aliases \
                     and not _PLACEHOLDER_HOST.fullmatch(stamp.host):
-                self._refuse(f"host {_short(stamp.host)}, not a node of the job, named inside {self.own}'s log",
+                self._refuse(f"host {_short(stamp.host)}, not a node of the job, {HOST_REFUSAL} {self.own}'s log",
                              line)
                 return True
         return False

@@ -11,7 +11,7 @@ from ..errors import RuleError
 from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom, iso
 from ..ruleset import Rule
 from .context import EngineContext, Outcome
-from .extract import REFUSED_AS_EVIDENCE
+from .extract import HOST_REFUSAL, REFUSED_AS_EVIDENCE
 from .filters import matches_when
 from .params import list_map, record_map, str_list, str_map
 from .refine import forgeable, lost_unreported
@@ -75,7 +75,7 @@ def scheduler_state(ctx: EngineContext, rule_: Rule) -> int:
     category, responsible = policy.outcomes[state]
     leader = ctx.leaders[0] if ctx.leaders else None
     threshold = int(rule_.params.get("hardware_overrides_at", 80))
-    ended = _slurm_ended_at(ctx)
+    ended = _slurm_ended_at(ctx, timedelta(seconds=float(rule_.params.get("ending_line_within_s", 600))))
     if leader and ended is not None and leader.time is not None and \
             leader.time > ended + ctx.tolerance(ctx.settings.skew_s):
         # Slurm had already cancelled, preempted or lost the job: a fault after that did not end it
@@ -154,10 +154,14 @@ def _hung_report(ctx: EngineContext, kinds: tuple[str, ...]) -> Optional[Symptom
 _ENDING_KINDS = ("slurm_time_limit", "slurm_preempted", "slurm_cancelled", "slurm_requeued", "srun_node_failure")
 
 
-def _slurm_ended_at(ctx: EngineContext) -> Optional[datetime]:
-    """When Slurm says it ended the job: the earliest of its cancel lines' own times."""
+def _slurm_ended_at(ctx: EngineContext, within: timedelta) -> Optional[datetime]:
+    """When Slurm says it ended the job: the earliest of its cancel lines' own times, of those ``within`` the job's
+    recorded end. Slurm ends the job moments after it says so (KillWait, a step that takes a while to die); a line
+    stamped long before the end is no word of Slurm's about this job's end (a step's own limit, after which the
+    script went on, or a line the job printed itself) and must not set aside what happened after it."""
+    end = ctx.job.end
     times = [s.time for s in ctx.active() if s.kind in _ENDING_KINDS and s.time is not None
-             and not s.fields.get("time_inferred")]
+             and not s.fields.get("time_inferred") and (end is None or s.time >= end - within)]
     return min(times) if times else None
 
 
@@ -433,14 +437,16 @@ def _whole_syslog_file(ctx: EngineContext, node: str, origin: str) -> bool:
     """The node's syslog file (kern.log, /var/log/messages) as its collector read it whole: a file a user can write
     a forged line into but that holds every kernel line of the window, so what it lacks the kernel did not say. Not
     a shipper's record (a query that timed out or hit its cap keeps its state), not a node whose bundle never came,
-    not a file whose record says it was cut, and not one in which a kernel-looking line was refused (a real line
-    under a host name the engine did not know would then read as no line at all)."""
+    not a file whose record says it was cut, and not one in which a kernel-looking line was refused for its host (a
+    real line under a host name the engine did not know would then read as no line at all). A line refused for what
+    it is (a program's tag, text a kernel message copied) hides no kernel line: any user can write one into the file,
+    and it must not lift the check."""
     if origin not in ("mixed-file", "kern-file") or node not in ctx.bundle.kernel_uncut:
         return False
     if node in ctx.job.missing_bundles:
         return False
     head = f"syslog/{node}"
-    return not any(note.startswith(head) and REFUSED_AS_EVIDENCE in note
+    return not any(note.startswith(head) and REFUSED_AS_EVIDENCE in note and HOST_REFUSAL in note
                    for cov in ctx.coverage.values() for note in cov.notes)
 
 
