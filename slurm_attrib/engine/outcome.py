@@ -58,8 +58,10 @@ class _StatePolicy:
     def hung_on(self, state: str, leader: Symptom, nodes: int) -> bool:
         """Whether the leading fault makes a job in ``state`` one that hung on it: a fault of the network (a kind of
         params.hangs_between_nodes, or a network card's fault of another kind, an IOMMU refusing its DMA) hangs
-        only ranks that talk across nodes."""
-        return leader.kind in self.hangs.get(state, ()) and (
+        only ranks that talk across nodes. A symptom whose kind covers several states of a part (nvidia-smi's
+        collected output: a GPU lost, or only rows pending remap) names the state a job hangs on in fields.hang_kind."""
+        kinds = self.hangs.get(state, ())
+        return (leader.kind in kinds or leader.fields.get("hang_kind") in kinds) and (
             nodes > 1 or (leader.kind not in self.between_nodes and leader.category != "network"))
 
 

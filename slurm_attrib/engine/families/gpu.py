@@ -575,6 +575,10 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         return False
     apply_verdict(sym, verdict)
     sym.actions = _DRIVER_ACTIONS.get(verdict, sym.actions)
+    if verdict in (GPU_LOST, GPU_NO_HANDLE):
+        sym.fields["hang_kind"] = "gpu_unreachable"  # final.scheduler_state: a job can hang on it (params.hangs)
+    elif verdict is GPU_RESET:
+        sym.fields["hang_kind"] = "gpu_reset_required"
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
     from_job = bool(sym.evidence) and sym.evidence[0].source == SOURCE_APP
