@@ -361,7 +361,7 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     timed = sorted((s for s in candidates if s.time is not None), key=Symptom.sort_key)
     margin = int(rule_.params.get("override_margin", 15))
     if timed:
-        leader = _strongest_of_its_line(timed)
+        leader = _strongest_of_its_burst(ctx, timed)
         latest = latest_time(leader)
         horizon = latest + ctx.tolerance(ctx.settings.skew_s) if latest else None
         close = [s for s in timed if s.time is not None and (horizon is None or s.time <= horizon)]
@@ -395,16 +395,22 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     return len(leaders)
 
 
-def _strongest_of_its_line(timed: list[Symptom]) -> Symptom:
-    """The earliest candidate, or the strongest of those read from the same line as it: two rules' readings of one
-    line happened at one moment, so their order in ``timed`` (the rule's name) says nothing of which came first."""
+def _strongest_of_its_burst(ctx: EngineContext, timed: list[Symptom]) -> Symptom:
+    """The earliest candidate, or the strongest of those its own file logged within _BURST of it that it cannot have
+    caused: two rules' readings of one line, or the lines of one failure report (NCCL's warning and PyTorch's
+    exception, written to stdout and stderr and merged in whatever order), came at one moment, so their order says
+    nothing of which came first; a cause of another class (a file server, then a hung task) keeps the lead."""
     first = timed[0]
     where = first.evidence[0] if first.evidence else None
-    if where is None:
+    if where is None or first.time is None:
         return first
-    same = [s for s in timed if s.evidence and s.time == first.time
-            and (s.evidence[0].file, s.evidence[0].line) == (where.file, where.line)]
+    same = [s for s in timed if s.evidence and s.time is not None and s.evidence[0].file == where.file
+            and abs(s.time - first.time) <= _BURST and (s is first or not _causes_another_kind(ctx, first, s))]
     return _strongest_first(same)[0]
+
+
+# how close two candidates of one file are to be one report's lines whatever order the file shows them in
+_BURST = timedelta(seconds=1)
 
 
 def _fatal_after_unseen_link(ctx: EngineContext, leader: Symptom, timed: list[Symptom], leaders: list[Symptom],

@@ -105,9 +105,25 @@ def test_two_readings_of_one_line_are_not_ordered_by_their_rules_names() -> None
     exception.rule_id, lock.rule_id = "app.python_exception", "app.storage_lock_failed"
     assert _leaders(exception, lock)[0] == "storage_error"
     later = make_symptom("storage_error", "storage", "unknown", 55, node="node-01", source="app", role="candidate",
-                         time=T0 + timedelta(seconds=1))
-    later.evidence[0] = dataclasses.replace(later.evidence[0], line=2)  # another line, a second later
+                         time=T0 + timedelta(seconds=3))
+    later.evidence[0] = dataclasses.replace(later.evidence[0], line=9)  # another line, seconds later
     assert _leaders(exception, later)[0] == "python_exception"
+
+
+def test_the_lines_of_one_report_in_one_file_lead_by_strength_not_by_their_order() -> None:
+    """kubectl --timestamps on a NCCL failure: PyTorch's 'NCCL error ... invalid usage' (stderr) stamped 3 us before
+    NCCL's own 'Bootstrap : no socket interface found' (stdout, printed first): one report, merged in any order, so
+    the stronger line leads as when the lines have no stamps; in another file, or seconds apart, order decides."""
+    generic = make_symptom("nccl_error", "application", "workload", 35, node="node-01", source="app",
+                           role="candidate")
+    specific = make_symptom("socket_error", "network", "unknown", 45, node="node-01", source="app", role="candidate",
+                            time=T0 + timedelta(microseconds=3))
+    specific.evidence[0] = dataclasses.replace(specific.evidence[0], line=4)
+    assert _leaders(generic, specific)[0] == "socket_error"
+    elsewhere = make_symptom("socket_error", "network", "unknown", 45, node="node-01", source="app",
+                             role="candidate", time=T0 + timedelta(microseconds=3))
+    elsewhere.evidence[0] = dataclasses.replace(elsewhere.evidence[0], file="app/other.log", line=4)
+    assert _leaders(generic, elsewhere)[0] == "nccl_error"
 
 
 def test_a_gpu_fault_and_another_nodes_host_oom_kill_in_one_second_both_lead() -> None:

@@ -610,7 +610,7 @@ AMD_MEMORY = Verdict("candidate", "gpu_memory", "infrastructure", 75, "uncorrect
 # the command processor's fetchers (CPC, CPF, CPG), the RLC, the firmware's and video blocks. A shader's access (TCP,
 # SQC, TA) is the program's own; one of these is the driver's or firmware's (a kernel regression, a KFD restore that
 # failed) as often as the program's buffers.
-AMD_ENGINE_FAULT = Verdict("candidate", "unknown", "unknown", 40,
+AMD_ENGINE_FAULT = Verdict("candidate", "unknown", "unknown", 45,  # as strong as the code's reading of a fault
                            "a GPU page fault by an engine the driver and runtime program (a copy engine, the command "
                            "processor, the RLC or firmware), not a shader: the driver or firmware (a kernel "
                            "regression) or the program's buffers; the same run on another kernel or driver tells",
