@@ -230,6 +230,11 @@ def decode(raw: bytes) -> str:
     return text.rstrip("\r")[:MAX_TEXT_CHARS]
 
 
+# what reading an evidence file can raise: an I/O error, a compressed file cut short (EOFError) or corrupt inside
+# (zlib.error; gzip.BadGzipFile is an OSError): each reader keeps what came before it and notes the rest unread
+EVIDENCE_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
 def open_evidence(path: str | os.PathLike[str]) -> IO[bytes]:
     """Open an evidence file (see :mod:`.safeio`); ``.gz`` files are decompressed on the fly, and a file
     that opens with a UTF-16 byte-order mark (Windows PowerShell's ``>``) is read as UTF-8 (offsets then
@@ -401,7 +406,7 @@ class _BlockReader:
                         break
                     pieces.append(piece)
                     size += len(piece)
-        except (OSError, EOFError) as exc:
+        except EVIDENCE_READ_ERRORS as exc:
             self._st.error = f"read stopped: {exc}"
             self._failed = True
         data = b"".join(pieces)
@@ -510,7 +515,7 @@ def gutter_cutter(path: str | os.PathLike[str]) -> Callable[[bytes], bytes]:
     try:
         with open_evidence(path) as stream:
             head = stream.read(1 << 16)
-    except (OSError, EOFError, zlib.error):
+    except EVIDENCE_READ_ERRORS:
         head = b""
     return _cut_gutter if head and _numbered(head) else _as_read
 

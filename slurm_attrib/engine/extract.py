@@ -26,6 +26,7 @@ from ..model import (
 from ..ruleset import Rule
 from ..scan import (
     ANY_RULE,
+    EVIDENCE_READ_ERRORS,
     Line,
     Prefilter,
     ScanStats,
@@ -254,8 +255,8 @@ class Extractor:
         try:
             with open_evidence(bf.path) as stream:
                 scan_stream(stream, self.prefilters[bf.source], handler, stats)
-        except OSError as exc:
-            stats.error = f"cannot read: {exc.strerror or exc}"
+        except EVIDENCE_READ_ERRORS as exc:  # a compressed file corrupt from its first block, too
+            stats.error = f"cannot read: {getattr(exc, 'strerror', None) or exc}"
         stats.symptom_lines = handler.symptom_lines
         _record_stats(cov, bf, stats, handler.found, count_lines=not scheduler)
         cov.notes.extend(handler.refused.notes(bf.rel))

@@ -18,7 +18,7 @@ from ..bundle import TRUSTED_KERNEL_ORIGINS, BundleFile
 from ..model import SOURCE_APP, SOURCE_KERNEL, Symptom, connector_of
 from ..ruleset import Rule
 from ..safeio import open_regular
-from ..scan import decode, gutter_cutter, open_evidence
+from ..scan import EVIDENCE_READ_ERRORS, decode, gutter_cutter, open_evidence
 from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
 from .context import EngineContext
 from .params import str_list
@@ -205,7 +205,7 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
     cut = gutter_cutter(bf.path)
     try:
         handle = open_evidence(bf.path)
-    except OSError:
+    except EVIDENCE_READ_ERRORS:
         return "the file could not be read"
     read, lineno, at_head = 0, 1, True
     with handle:

@@ -94,6 +94,23 @@ def test_fifo_in_the_bundle_never_blocks(engine: Engine, tmp_path: Path) -> None
     assert "not a regular file; skipped" in _notes(diag)
 
 
+@pytest.mark.parametrize("where", [20, 400])
+def test_a_gzip_corrupt_inside_is_a_note_not_a_crash(engine: Engine, tmp_path: Path, where: int) -> None:
+    """Bytes changed inside a compressed log (a CRLF conversion, a bad disk): zlib's error, raised at the first
+    block (the byte-order-mark peek) or further in, ends that file's read with a note; the other files are read."""
+    import gzip
+
+    root = _bundle(tmp_path)
+    data = bytearray(gzip.compress(XID * 2 + os.urandom(4_000)))
+    for i in range(where, min(where + 40, len(data) - 8)):
+        data[i] ^= 0x5A
+    (root / "syslog" / "node-01.log.1.gz").write_bytes(bytes(data))
+    (root / "syslog" / "node-01.log").write_bytes(XID)
+    diag = engine.diagnose(root)
+    assert diag.category == "gpu_hardware"
+    assert "node-01.log.1.gz" in _notes(diag)
+
+
 def test_read_error_mid_file_keeps_what_was_read(engine: Engine, tmp_path: Path) -> None:
     import gzip
 

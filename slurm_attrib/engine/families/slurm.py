@@ -8,7 +8,7 @@ from typing import Any
 
 from ...model import RAW_LINE_CAP, EvidenceRef, Symptom
 from ...ruleset import Rule
-from ...scan import Line, open_evidence
+from ...scan import EVIDENCE_READ_ERRORS, Line, open_evidence
 from ...slurm.parse import parsable_rows
 from ...slurm.states import FAILED_STATES, normalise
 from ..context import EngineContext
@@ -325,8 +325,8 @@ def sacct_steps(ctx: EngineContext, rule_: Rule) -> int:
         try:
             with open_evidence(bf.path) as handle:
                 lines = handle.read(4 << 20).decode("utf-8", errors="replace").splitlines()
-        except OSError as exc:
-            cov.notes.append(f"{bf.rel}: cannot read: {exc.strerror or exc}")
+        except EVIDENCE_READ_ERRORS as exc:
+            cov.notes.append(f"{bf.rel}: cannot read: {getattr(exc, 'strerror', None) or exc}")
             continue
         cov.lines += len(lines)
         found = _sacct_records(ctx, rule_, bf.rel, lines)
