@@ -951,7 +951,9 @@ class _LineHandler:
             elif "time taken from a preceding line" in stamp.assumptions:
                 upper = next_time(line, stream, self.timectx, self.stamps)
                 groups["time_inferred"] = "preceding line"
-                if upper is not None:
+                if upper is not None and (stamp.time is None or upper >= stamp.time):
+                    # (a next stamp earlier than the preceding one, another rank's buffered line flushed late,
+                    # bounds nothing)
                     groups["time_upper"] = format_utc(upper)
             self._emit(rule, line, text, stream, stamp, groups, trust, node)
         return matched

@@ -363,8 +363,10 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
     if timed:
         leader = _strongest_of_its_burst(ctx, timed)
         latest = latest_time(leader)
+        if latest is not None and leader.time is not None:
+            latest = max(latest, leader.time)  # a bound below the symptom's own time bounds nothing
         horizon = latest + ctx.tolerance(ctx.settings.skew_s) if latest else None
-        close = [s for s in timed if s.time is not None and (horizon is None or s.time <= horizon)]
+        close = [s for s in timed if s.time is not None and (horizon is None or s.time <= horizon)] or [leader]
         if leader.fields.get("time_inferred"):
             # The leader's own time is only a bound: among what may have happened first, the strongest,
             # precisely stamped, located candidate leads.
