@@ -763,15 +763,29 @@ _LOGGED_AT_ONCE = frozenset({"network", "host_oom"})
 _REPORTED_AT_STEP_END = frozenset({"slurm_oom_kill", "slurm_memory_limit"})
 
 
-def _last_stall(starts: list[datetime], margin: timedelta) -> datetime:
+def _last_stall(starts: list[tuple[datetime, Optional[int]]], margin: timedelta, resumed: list[datetime]) -> datetime:
     """The start of the job's last stall: the watchdog lines of an earlier, finished one (a retried step, an
-    elastic restart, an old log appended) do not move it. Starts more than ``margin`` apart are two stalls."""
-    began = starts[-1]
-    for start in reversed(starts[:-1]):
-        if began - start > margin:
+    elastic restart) do not move it. Starts more than ``margin`` apart are two stalls, unless their collectives'
+    sequence numbers say the job never went on between them (the later one's within _SAME_HANG_SEQS of the
+    earlier's, and no elastic agent restarting its workers between, ``resumed``): the stuck collective never
+    completed, so a 'later' stall at the next sequence number is the same hang's (a line the job printed itself)."""
+    began, seqs = starts[-1][0], {starts[-1][1]}
+    for start, seq in reversed(starts[:-1]):
+        if began - start > margin and not _same_hang(seq, seqs, start, began, resumed):
             break
         began = start
+        seqs.add(seq)
     return began
+
+
+def _same_hang(seq: Optional[int], later: set[Optional[int]], start: datetime, began: datetime,
+               resumed: list[datetime]) -> bool:
+    known = [s for s in later if s is not None]
+    return seq is not None and bool(known) and min(abs(s - seq) for s in known) <= _SAME_HANG_SEQS \
+        and not any(start < when <= began for when in resumed)
+
+
+_SAME_HANG_SEQS = 2  # ranks of one hang report the oldest pending collective, one or two apart
 
 
 @rule("filter.outlived_fault")
@@ -779,12 +793,14 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or a host OOM kill stamped well before the job's stuck collectives began (the
     watchdog's stamp less its 'ran for N milliseconds') did not stop the job: context, with a note."""
     watchdogs = [(when, sym) for sym in ctx.active() if sym.kind == "watchdog_timeout" and (when := own_time(sym))]
-    starts = [when - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))) for when, sym in watchdogs
-              if str(sym.fields.get("ran_ms", "")).isdecimal()]
+    starts = [(when - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))),
+               int(str(sym.fields["seq"])) if str(sym.fields.get("seq", "")).isdecimal() else None)
+              for when, sym in watchdogs if str(sym.fields.get("ran_ms", "")).isdecimal()]
     if not starts:
         return 0
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))
-    began = _last_stall(sorted(starts), margin)
+    resumed = sorted(when for sym in ctx.active() if sym.kind == "worker_restart" and (when := own_time(sym)))
+    began = _last_stall(sorted(starts, key=lambda pair: (pair[0], pair[1] or 0)), margin, resumed)
     ctx.hang = (began, margin)
     reported = min((when for when, _ in watchdogs if when >= began), default=began)
     count = 0
