@@ -864,6 +864,18 @@ def decode_clock_slowdown(ctx: EngineContext, sym: Symptom, line: Line, extra: d
     return True
 
 
+def _in_processes_table(line: Line) -> bool:
+    """Whether the table row sits under nvidia-smi's '| Processes:' header (the rows above it, up to the table's
+    start, are all table lines)."""
+    for previous in line.preceding(200):
+        text = previous.strip()
+        if not text.startswith(("|", "+")):
+            return False
+        if text.startswith("| Processes"):
+            return True
+    return False
+
+
 @decoder("gpu_diag")
 def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A fault line in nvidia-smi / nvidia-smi -q / nvidia-smi nvlink -s / dcgmi diag output: a GPU
@@ -872,6 +884,8 @@ def decode_diag(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     if sym.fields["finding"] == "err" and extra["text"].count("ERR!") == 1 and (
             _FAN_ONLY_ERR.match(extra["text"]) or _POWER_ERR.search(extra["text"])):
         return False  # a fan or a power reading alone: a sensor or driver quirk, not a GPU in a bad state
+    if sym.fields["finding"] == "err" and _in_processes_table(line):
+        return False  # a process row: its name is whatever the process calls itself ('ERR! ERR!' included)
     if sym.fields["finding"] == "dcgm_fail" and not sym.fields.get("test") and not sym.fields.get("reason"):
         sym.fields["test"] = _dcgm_test_of(line)  # a result the table wrapped under its test's row
     if sym.fields["finding"] == "fabric_not_ready" and heading_above(line) != "Fabric":
