@@ -3,10 +3,8 @@ reason, and the diagnosis can list it."""
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -212,7 +210,7 @@ def _cut_refused(ctx: EngineContext, bf: BundleFile, last: int) -> Optional[str]
         while True:
             try:
                 raw = handle.readline(64 << 10)  # a piece of a longer line is read on, only its head is parsed
-            except (OSError, EOFError, zlib.error):
+            except EVIDENCE_READ_ERRORS:
                 return "the file could not be read to its end"  # an I/O error, a truncated archive
             if not raw:
                 return "no line follows it"
@@ -627,7 +625,7 @@ def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
                 if offset >= 0:
                     handle.seek(offset)
                     heads[offset] = handle.read(4096).split(b"\n", 1)[0]
-    except (OSError, EOFError, zlib.error):
+    except EVIDENCE_READ_ERRORS:
         return heads
     return heads
 
@@ -640,7 +638,7 @@ def _quoted_throughout(path: Optional[Path]) -> bool:
     try:
         with open_evidence(path) as handle:
             head = handle.read(1 << 16)
-    except (OSError, EOFError, zlib.error):
+    except EVIDENCE_READ_ERRORS:
         return False
     lines = [line for line in decode(head).split("\n")[:-1 if len(head) == 1 << 16 else None] if line.strip()]
     return bool(lines) and all(quote_end(line) for line in lines)
@@ -1044,7 +1042,7 @@ def _gz_lines_backwards(path: Path, limit: int) -> Iterator[bytes]:
             while True:
                 try:
                     chunk = stream.read(1 << 20)
-                except (EOFError, zlib.error, gzip.BadGzipFile):
+                except EVIDENCE_READ_ERRORS:
                     break  # a truncated or corrupt archive: its tail is what came before the damage
                 if not chunk:
                     break

@@ -168,10 +168,14 @@ def _slurm_ended_at(ctx: EngineContext, within: timedelta) -> Optional[datetime]
 
 
 def _lost_nodes(ctx: EngineContext) -> list[str]:
+    return _lost_and_unconfirmed(ctx)[0]
+
+
+def _lost_and_unconfirmed(ctx: EngineContext) -> tuple[list[str], list[str]]:
     """The nodes Slurm lost: named by srun's 'Node failure on X', or whose bundle never arrived, or (a job that ended
     NODE_FAIL) whose facts, written by the collector after the job, say it booted after the job began and no later
     than _REBOOT_AFTER_END after its end: it went down during the job and came back. Where some node's loss shows so,
-    srun's line alone names no other."""
+    srun's line alone names no other: those it names are returned apart (unconfirmed), for the verdict to weigh."""
     named = {s.node for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node}
     missing = set(ctx.job.missing_bundles)
     rebooted = set()
@@ -183,12 +187,13 @@ def _lost_nodes(ctx: EngineContext) -> list[str]:
             if boot is not None and start < boot <= end + _REBOOT_AFTER_END:
                 rebooted.add(node)
     corroborated = missing | rebooted
+    unconfirmed: set[str] = set()
     if corroborated and named - corroborated:
         # srun's line is in the job's output, which the job can print too ('echo srun: error: Node failure on X'):
         # where another node's loss shows in what no user writes (its bundle never came, it booted again), a node
         # only such a line names, whose bundle came and which did not reboot, is not taken for lost as well
-        named &= corroborated
-    return sorted(n for n in named | corroborated if n)
+        unconfirmed, named = named - corroborated, named & corroborated
+    return sorted(n for n in named | corroborated if n), sorted(n for n in unconfirmed if n)
 
 
 # how long after a NODE_FAIL job's end a node may have come back up and still be the one Slurm lost (a reboot takes
@@ -229,8 +234,17 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
     reports = [s for s in ctx.active() if s.kind == "srun_node_failure" and s.fields.get("host") and s.node]
     missing = list(ctx.job.missing_bundles)
     unreadable = [f"{node} ({state})" for node, state in ctx.job.node_bundles if state not in ("ok", "missing")]
-    culprits = _lost_nodes(ctx)
+    culprits, unconfirmed = _lost_and_unconfirmed(ctx)
     root = min(reports, key=Symptom.sort_key) if reports else None
+    if unconfirmed:
+        # srun's word names a node whose bundle came and which did not reboot, while another node's loss shows in what
+        # no user writes: both readings stand, and neither node is named on them
+        named = ", ".join([*culprits, *unconfirmed])
+        return _decide(ctx, rule_, status="ambiguous", category="node_failure", responsible="infrastructure",
+                       candidates=reports[:1] if reports else [], culprit_nodes=[],
+                       summary=f"node failure: Slurm lost {', '.join(culprits)}; srun's line names "
+                               f"{', '.join(unconfirmed)}, whose bundle came",
+                       annotations=[*ctx.outcome.annotations, f"candidate nodes: {named}"])
     launches = [s for s in ctx.active() if s.kind == "node_launch_failure"]
     if not culprits and launches:
         # a cloud node that never came up: Slurm's NODE_FAIL names no machine that ran the job

@@ -398,16 +398,18 @@ def select_root(ctx: EngineContext, rule_: Rule) -> int:
 
 
 def _strongest_of_its_burst(ctx: EngineContext, timed: list[Symptom]) -> Symptom:
-    """The earliest candidate, or the strongest of those its own file logged within _BURST of it that it cannot have
-    caused: two rules' readings of one line, or the lines of one failure report (NCCL's warning and PyTorch's
-    exception, written to stdout and stderr and merged in whatever order), came at one moment, so their order says
-    nothing of which came first; a cause of another class (a file server, then a hung task) keeps the lead."""
+    """The earliest candidate, or the strongest of those its own file logged within _BURST of it for the same node
+    and rank that it cannot have caused: two rules' readings of one line, or the lines of one failure report
+    (NCCL's warning and PyTorch's exception, written to stdout and stderr and merged in whatever order), came at one
+    moment, so their order says nothing of which came first; a cause of another class (a file server, then a hung
+    task) keeps the lead."""
     first = timed[0]
     where = first.evidence[0] if first.evidence else None
     if where is None or first.time is None:
         return first
     same = [s for s in timed if s.evidence and s.time is not None and s.evidence[0].file == where.file
-            and abs(s.time - first.time) <= _BURST and (s is first or not _causes_another_kind(ctx, first, s))]
+            and (s.node, s.rank) == (first.node, first.rank) and abs(s.time - first.time) <= _BURST
+            and (s is first or not _causes_another_kind(ctx, first, s))]
     return _strongest_first(same)[0]
 
 

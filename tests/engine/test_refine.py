@@ -124,6 +124,10 @@ def test_the_lines_of_one_report_in_one_file_lead_by_strength_not_by_their_order
                              role="candidate", time=T0 + timedelta(microseconds=3))
     elsewhere.evidence[0] = dataclasses.replace(elsewhere.evidence[0], file="app/other.log", line=4)
     assert _leaders(generic, elsewhere)[0] == "nccl_error"
+    other_node = make_symptom("socket_error", "network", "unknown", 45, node="node-02", source="app",
+                              role="candidate", time=T0 + timedelta(microseconds=3))
+    other_node.evidence[0] = dataclasses.replace(other_node.evidence[0], file=generic.evidence[0].file, line=4)
+    assert _leaders(generic, other_node)[0] == "nccl_error"  # one combined file, another node's line: not one report
 
 
 def test_a_gpu_fault_and_another_nodes_host_oom_kill_in_one_second_both_lead() -> None:

@@ -575,9 +575,12 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         return False
     apply_verdict(sym, verdict)
     sym.actions = _DRIVER_ACTIONS.get(verdict, sym.actions)
-    if verdict in (GPU_LOST, GPU_NO_HANDLE):
-        sym.fields["hang_kind"] = "gpu_unreachable"  # final.scheduler_state: a job can hang on it (params.hangs)
-    elif verdict is GPU_RESET:
+    collected = bool(sym.evidence) and sym.evidence[0].source != SOURCE_APP
+    if collected and verdict in (GPU_LOST, GPU_NO_HANDLE):
+        # the collector's own nvidia-smi after the job found the GPU gone: a job can hang on it (params.hangs of
+        # final.scheduler_state); the job's own print of the words is no such record
+        sym.fields["hang_kind"] = "gpu_lost"
+    elif collected and verdict is GPU_RESET:
         sym.fields["hang_kind"] = "gpu_reset_required"
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
@@ -620,14 +623,21 @@ _AMD_ENGINE_CLIENTS = re.compile(r"SDMA\d*|CP[CFG]|RLC|MP[01]|VCN\w*|JPEG\w*|HDP
 
 
 def _amd_fault_client(line: Line) -> str | None:
-    """The UTCL2 client the fault's status lines name (the next lines, up to the next fault), or None."""
+    """The UTCL2 client the fault's status lines name (the next lines of the same device's report, up to the next
+    fault), or None: a line without the fault line's 'amdgpu <pci>:' is not the driver's report of it."""
+    device = _AMD_DEVICE.search(line.text)
+    if device is None:
+        return None
     for text in line.following(12):
         if "page fault" in text:
             return None
         found = _AMD_FAULT_CLIENT.search(text)
         if found:
-            return found.group(1)
+            return found.group(1) if device.group(0) in text[:found.start()] else None
     return None
+
+
+_AMD_DEVICE = re.compile(r"amdgpu [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]:")
 
 
 _AMD_UMC_ERRORS = re.compile(r"(?<!\d)[1-9]\d{0,5} (?:new )?uncorrectable hardware errors detected in "

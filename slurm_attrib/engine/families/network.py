@@ -164,7 +164,8 @@ _HEX_ROW = re.compile(r"^\s*([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) ([0-9a-fA-F]{8}) (
 def decode_mlx5_cqe(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """libmlx5 'got completion with error:' is followed by the 64-byte CQE in four hex rows; the
     syndrome is the low byte of the second word of the last row (mlx5_err_cqe)."""
-    rows = [m for m in (_HEX_ROW.match(split_rank(t)[1]) for t in line.following(4)) if m]
+    rows = [m for m in (_HEX_ROW.match(split_rank(t)[1]) or _HEX_ROW.match(t.split(": ", 1)[-1])
+                        for t in line.following(4)) if m]  # (a pdsh or pod host before the row, too)
     status = None
     if len(rows) == 4:
         word = int(rows[3].group(2), 16)
@@ -309,7 +310,7 @@ _LOOPBACK_PEER = re.compile(r"\[(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)\]:\d+|(?<
 # a link-local address (IPv4 169.254/16, IPv6 fe80::/10): an interface no other node routes to (a GH200's
 # 169.254.3.1 host NIC, an ip6tnl or veth interface with only its fe80:: address) that the bootstrap or socket
 # transport picked and advertised; a connect to it from another node reached nothing of the peer's
-_LINK_LOCAL_PEER = re.compile(r"(?<![\d.])169\.254\.\d{1,3}\.\d{1,3}(?![\d.])|"
+_LINK_LOCAL_PEER = re.compile(r"(?<![\d.])169\.254\.\d{1,3}\.\d{1,3}(?!\.?\d)|"
                               r"(?i:(?<![\w:])fe[89ab][0-9a-f]:[0-9a-f:]{1,40})")
 _REFUSED = re.compile(r"(?i)connection refused|ECONNREFUSED")
 _PEER_GONE = re.compile(r"(?i)connection refused|connection reset|broken pipe|closed by (?:remote )?peer|"
@@ -333,13 +334,16 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
     that does not resolve is a configuration candidate (interface, MASTER_ADDR, firewall). A connection
     refused at a loopback address in a job of several nodes reached no peer at all (the host's name resolves
     to 127.0.1.1); one that was closed or reset was up, so the peer was there and went away (in a one-node
-    job every peer is at a loopback address). A connect refused or timed out at a link-local address in a job of
-    several nodes went to an interface no other node routes to."""
+    job every peer is at a loopback address). A connect refused or timed out at an IPv4 link-local address in a job
+    of several nodes, or timed out at an fe80:: one, went to an interface no other node routes to."""
     if not one_node and _REFUSED.search(text) and _LOOPBACK_PEER.search(text):
         return Verdict("candidate", "unknown", 45, "the peer's address is a loopback address: the host name "
                        "resolves to 127.0.x.x (/etc/hosts) or the interface chosen is lo (GLOO_SOCKET_IFNAME / "
                        "NCCL_SOCKET_IFNAME)")
-    if not one_node and (_REFUSED.search(text) or _CONNECT_TIMED_OUT.search(text)) and _LINK_LOCAL_PEER.search(text):
+    link_local = _LINK_LOCAL_PEER.search(text) if not one_node else None
+    if link_local and (_CONNECT_TIMED_OUT.search(text) or (_REFUSED.search(text) and link_local.group(0)[:1] == "1")):
+        # (a refusal at an fe80:: address came from a neighbour on the same link, IPoIB included: a peer that was
+        # there and went away, as at any other address)
         return Verdict("candidate", "unknown", 45, "the peer's address is link-local (169.254.x.x, fe80::): the "
                        "interface chosen is one no other node routes to (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, a "
                        "host-only or virtual interface)")

@@ -63,17 +63,7 @@ def decode_storage_errno(ctx: EngineContext, sym: Symptom, line: Line, extra: di
     if error.startswith(_JOB_FILLED):
         sym.responsible = "workload"
         sym.actions = ("free space or raise the quota of the file system the job writes to (checkpoints, caches)",)
-    elif error.startswith(_STALLS):
-        # a mount whose server went away or changed under it: the job's next calls on it block or fail alike, so a
-        # job that then ran into its time limit or was cancelled hung on it (final.scheduler_state's params.hangs)
-        sym.fields["hang_kind"] = "storage_hang"
     return True
-
-
-# the errors of a mount that stopped serving (a stale NFS handle, an I/O error, a FUSE or Lustre client whose
-# server is gone), as against a full or read-only file system, which fails at once
-_STALLS = ("Stale file handle", "Stale NFS file handle", "Input/output error", "Transport endpoint is not connected",
-           "Cannot send after transport endpoint shutdown", "Communication error on send")
 
 
 @decoder("dataloader_signal")
