@@ -168,6 +168,7 @@ def _slurm_ended_at(ctx: EngineContext, within: timedelta) -> Optional[datetime]
 
 
 def _lost_nodes(ctx: EngineContext) -> list[str]:
+    """The nodes Slurm lost, as :func:`_lost_and_unconfirmed` finds them (without those srun's line alone names)."""
     return _lost_and_unconfirmed(ctx)[0]
 
 
