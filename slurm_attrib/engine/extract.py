@@ -554,11 +554,17 @@ RECORD_REACH = 256
 MESSAGE_COLUMN_MIN = 12
 
 
+def _message_offset(text: str, stamp: ParsedStamp, otherwise: int) -> int:
+    """Where the stamp's message begins in ``text`` (the line it was read off), or ``otherwise`` where ``text`` does
+    not end with it (a message a wrapper rewrote, a line read again without its lead)."""
+    return len(text) - len(stamp.message) if text.endswith(stamp.message) else otherwise
+
+
 def _inside_quotes(text: str, stamp: ParsedStamp, match_start: int) -> bool:
     """Whether a rule's match begins inside a single-quoted string of the kernel's message (an odd number of quotes
     between the message's start and the match): the kernel quotes what it copied from a process ('<fs>: Unknown
     parameter '<key>'', 'failed to resolve '<path>''), never its own report."""
-    start = len(text) - len(stamp.message) if text.endswith(stamp.message) else 0
+    start = _message_offset(text, stamp, 0)
     return start <= match_start and text.count("'", start, match_start) % 2 == 1
 
 
@@ -605,7 +611,7 @@ def _leaves_quote_open(head: str) -> bool:
     """Whether a record's first line ends inside a quote the kernel opened around copied text (an odd number of
     apostrophes, or a double quote after a word that is not closed): its next lines are that text's."""
     stamp = parse_line_time(head, TimeContext())
-    message = stamp.message if head.endswith(stamp.message) else head
+    message = head[_message_offset(head, stamp, 0):]
     opened = _quote_opened_by_text(message)
     # an apostrophe inside a double-quoted value is that value's ('name="/home/u/it's"' in an audit record)
     return _DOUBLE_QUOTED.sub("", message).count("'") % 2 == 1 \
@@ -633,7 +639,7 @@ def _under_its_message(head: str, text: str) -> bool:
     stamp = parse_line_time(head, TimeContext())
     if (stamp.time is None and stamp.uptime is None) or not stamp.message or not head.endswith(stamp.message):
         return False
-    return len(text) - len(text.lstrip(" ")) == len(head) - len(stamp.message)
+    return len(text) - len(text.lstrip(" ")) == _message_offset(head, stamp, 0)
 
 
 def _stamped_itself(text: str) -> bool:
@@ -656,7 +662,7 @@ def _continues_copied_text(line: Line, text: str, stamp: ParsedStamp) -> bool:
         return stamp.fmt.startswith("dmesg") and _open_copy_in_the_second(line, text, stamp)
     # a line of the same record shows the same second and fraction near its start (or a zero delta): the others,
     # nearly every line, are passed over without their stamps parsed
-    fraction = _FRACTION.search(text, 0, len(text) - len(stamp.message) if text.endswith(stamp.message) else 64)
+    fraction = _FRACTION.search(text, 0, _message_offset(text, stamp, 64))
     mark = fraction.group(0) if fraction is not None and own != _ZERO else None
     if mark is not None and not _near_with(line, mark.encode()):
         return False  # neither neighbour shows the stamp: a record of one line (nearly every line)
@@ -690,7 +696,7 @@ def _open_copy_in_the_second(line: Line, text: str, stamp: ParsedStamp) -> bool:
     a quote left open, a format's tail missing after the copied name (:func:`_cut_inside_copy`).
     (Copied text that closes a quote of its own before its newline is not seen so: a residue of stamps that cannot
     tell records apart.)"""
-    prefix = text[:len(text) - len(stamp.message)] if stamp.message and text.endswith(stamp.message) else ""
+    prefix = text[:_message_offset(text, stamp, 0)] if stamp.message else ""
     if not prefix.strip():
         return False
     for previous in line.preceding(RECORD_REACH):
@@ -771,7 +777,7 @@ def _message_start(text: str, stamp: ParsedStamp, match_start: int) -> int:
     the kernel's tag a stamp format left at the head of its message. A record a log store wrote (an export, a JSON
     or Fluent Bit record, logcli's label set) holds the message in a member of its own, behind whatever headers
     the relaying tools added: after those."""
-    start = len(text) - len(stamp.message) if stamp.message and text.endswith(stamp.message) else 0
+    start = _message_offset(text, stamp, 0) if stamp.message else 0
     if stamp.fmt == EXPORT_RECORD or text[start:start + 1] in ("{", "["):
         for member in _MESSAGE_MEMBER.finditer(text, start, match_start):
             start = member.end()
