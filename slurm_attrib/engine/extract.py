@@ -54,6 +54,7 @@ from ..timestamps import (
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
+from .leadgate import gated
 from .nodes import job_node, match_node, place_ranks, resolve_node, resolve_peer
 from .prefilter import folded_anchors, folds_case
 from .ranks import (
@@ -515,17 +516,18 @@ def _short(text: str) -> str:
 # overlayfs' 'unknown option "<opt>"' / 'unrecognized mount option "<opt>"'. A rule's words after such a
 # head are the user's, wherever the line came from; the head is looked for before the match, in any wrapping (a JSON
 # member, an export's field)
-_COPIES_USER_TEXT = re.compile(r'ptrace (?:attach|traceme|read|write) of "|\bprocess \''
-                               r'|invalid origin \(|\bbad frame in |\bcontrol protection ip:|\bFile: /'
-                               r'|\]: unhandled (?:exception: |signal \d{1,3} code )'
-                               r'|\]: [\w ]{1,40} \(\d{1,3}\) at [0-9a-f]{1,16} nip '
-                               r'|\bUser process fault: '
-                               r'|\b(?:unknown|[Uu]nrecognized mount) option "'
-                               r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
-                               r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
-                               r"|state recovery failed for open file |fork rejected by pids controller in "
-                               r"|Unknown parameter '|Bad value for '|failed to resolve '|\b(?:oom|task)_memcg="
-                               r"|Memory cgroup stats for |\bTask in /|\bcpuset=|Bad mount option |invalid redirect \(")
+_COPIES_USER_TEXT = gated(re.compile(r'ptrace (?:attach|traceme|read|write) of "|\bprocess \''
+                                     r'|invalid origin \(|\bbad frame in |\bcontrol protection ip:|\bFile: /'
+                                     r'|\]: unhandled (?:exception: |signal \d{1,3} code )'
+                                     r'|\]: [\w ]{1,40} \(\d{1,3}\) at [0-9a-f]{1,16} nip '
+                                     r'|\bUser process fault: '
+                                     r'|\b(?:unknown|[Uu]nrecognized mount) option "'
+                                     r"|\[\d{1,10}\]: segfault at [0-9a-f]{1,16} |\btraps: \S{1,64}\[\d{1,10}\] "
+                                     r"|\baudit[:(]|\btype=\d{1,5} audit\(|\b(?:comm|exe|proctitle|cmd)="
+                                     r"|state recovery failed for open file |fork rejected by pids controller in "
+                                     r"|Unknown parameter '|Bad value for '|failed to resolve '|\b(?:oom|task)_memcg="
+                                     r"|Memory cgroup stats for |\bTask in /|\bcpuset=|Bad mount option "
+                                     r"|invalid redirect \("))
 
 
 def _programs_record(head: str) -> bool:

@@ -1,0 +1,101 @@
+"""A regex with a look-ahead on the characters its matches can begin with, so Python's ``re`` skips ahead.
+
+``re`` finds where a search can start by itself only when every branch of the pattern begins with a literal
+or a class. A pattern whose branches begin with ``\\b`` or another zero-width item ('\\bcomm=|\\baudit[:(]')
+is tried at every position of the line, every branch each time: 15 µs for a 50-character kernel line that the
+gated pattern rejects in 1.5 µs. The gate is computed from the parsed pattern (never written by hand, so a new
+branch cannot slip past it) and is a superset: a lone character class of every character a match can begin
+with, compiled with the pattern's own flags (so case folding agrees). A pattern whose first character cannot be
+bounded that way (it can match empty text, or begin with ``.``, a negated class or a back-reference) is given
+back unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from .bytepattern import sre, sre_parse
+
+_GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+
+
+def gated(regex: re.Pattern[str]) -> re.Pattern[str]:
+    """``regex`` behind a look-ahead on its possible first characters; the same matches, spans and groups."""
+    firsts = _first_chars(list(sre_parse.parse(regex.pattern, regex.flags)))
+    if firsts is None or firsts[1]:
+        return regex
+    source = regex.pattern
+    while (lead := _GLOBAL_FLAGS.match(source)) is not None:  # carried by regex.flags instead
+        source = source[lead.end():]
+    return re.compile("(?=[" + "".join(sorted(firsts[0])) + "])(?:" + source + ")", regex.flags)
+
+
+_Firsts = tuple[set[str], bool]  # the class members a match can begin with; whether it can also be empty here
+
+
+def _first_chars(items: list[Any]) -> Optional[_Firsts]:
+    """What a match of the sequence ``items`` can begin with, or None when no class bounds it."""
+    members: set[str] = set()
+    for op, av in items:
+        found = _first_of(op, av)
+        if found is None:
+            return None
+        members |= found[0]
+        if not found[1]:
+            return members, False
+    return members, True
+
+
+def _first_of(op: Any, av: Any) -> Optional[_Firsts]:
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return set(), True  # zero-width: the next item consumes the first character
+    if op == sre.LITERAL:
+        return {_escaped(av)}, False
+    if op == sre.IN:
+        return _class_members(av)
+    if op == sre.SUBPATTERN:
+        return _first_chars(list(av[3]))
+    if op == getattr(sre, "ATOMIC_GROUP", None):
+        return _first_chars(list(av))
+    if op == sre.BRANCH:
+        members: set[str] = set()
+        empty = False
+        for alternative in av[1]:
+            found = _first_chars(list(alternative))
+            if found is None:
+                return None
+            members |= found[0]
+            empty = empty or found[1]
+        return members, empty
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)):
+        found = _first_chars(list(av[2]))
+        if found is None:
+            return None
+        return found[0], found[1] or av[0] == 0
+    return None  # ANY, NOT_LITERAL, a back-reference, a conditional group: no class bounds it
+
+
+def _class_members(items: Any) -> Optional[_Firsts]:
+    members: set[str] = set()
+    for op, av in items:
+        if op == sre.LITERAL:
+            members.add(_escaped(av))
+        elif op == sre.RANGE:
+            members.add(_escaped(av[0]) + "-" + _escaped(av[1]))
+        elif op == sre.CATEGORY and av in _CATEGORIES:
+            members.add(_CATEGORIES[av])
+        else:
+            return None  # a negated class, a negated category
+    return members, False
+
+
+_CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_SPACE: r"\s", sre.CATEGORY_WORD: r"\w"}
+
+
+def _escaped(code: int) -> str:
+    """A character as a class member that means itself under every flag (VERBOSE included)."""
+    char = chr(code)
+    if char.isascii() and char.isalnum():
+        return char
+    return f"\\U{code:08x}"
