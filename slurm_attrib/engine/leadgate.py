@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from .bytepattern import sre, sre_parse
+from .bytepattern import sre, sre_parse  # type: ignore[attr-defined]  # (re._parser, or sre_parse before 3.11)
 
 _GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
 
