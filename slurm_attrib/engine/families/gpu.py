@@ -480,6 +480,15 @@ NVML_MISMATCH = Verdict("candidate", "gpu_hardware", "infrastructure", 50,
                         "the node's NVIDIA kernel module and driver libraries differ: the driver was updated "
                         "without a reload or reboot")
 NO_DRIVER = Verdict("candidate", "gpu_hardware", "infrastructure", 50, "the NVIDIA driver is not loaded on the node")
+NVML_MISMATCH_UNDECIDED = Verdict("candidate", "unknown", "unknown", 45,
+                                  "NVML's driver/library version mismatch, in the job's output only: the node's driver "
+                                  "packages changed under its loaded module, or the job's container image ships "
+                                  "NVIDIA driver libraries of its own; nvidia-smi on the node tells",
+                                  readings=("node_failure", "application"))
+NVML_MISMATCH_UNDECIDED_ACTIONS = (
+    "run nvidia-smi on the node outside the job: if it fails too, drain and reboot the node (its driver changed "
+    "under the loaded module); if it works, remove the NVIDIA driver libraries from the job's image or "
+    "LD_LIBRARY_PATH",)
 # nvidia-smi's line after its mismatch report: the version of the NVML library it loaded
 _NVML_LIBRARY_VERSION = re.compile(r"NVML library version: (\d[\w.-]{0,40})")
 
@@ -587,6 +596,13 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     from_job = bool(sym.evidence) and sym.evidence[0].source == SOURCE_APP
     if verdict is NVML_MISMATCH and from_job and _libraries_not_the_nodes(facts, _printed_library_version(line)):
         _job_libraries(sym)
+        return True
+    if verdict is NVML_MISMATCH and from_job and facts is None:
+        # the job's word alone: the node's packages changed under its loaded module, or the job's image brought
+        # driver libraries of its own (libnvidia-compute, a newer CUDA's); the kernel's 'NVRM: API mismatch' follows
+        # either. The node's nvidia-smi after the job (its facts) tells them apart; without it, both readings
+        apply_verdict(sym, NVML_MISMATCH_UNDECIDED)
+        sym.actions = NVML_MISMATCH_UNDECIDED_ACTIONS
         return True
     if sym.gpu and from_job and facts is not None and facts.gpus \
             and all(pci != sym.gpu for pci, _, _ in facts.gpus):
