@@ -433,9 +433,10 @@ def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
     or the node's syslog file read whole: :func:`_whole_syslog_file`) and that shows no fault of
     that kind of its own, within the window or not. Only a fault that could have been the job's backs the claim: one
     still kept (not a line from days before), not about a GPU the job was not given or another than the claim names,
-    a candidate or a record about a GPU (an Xid 63 row remap is context, and still says the GPU's memory failed) but
-    not a remark about no GPU (a corrected AER on a root port), and not a line any local user can write (``logger -t
-    kernel``): a user who prints the error and forges or finds such a line names nobody by it."""
+    a candidate of any GPU kind, or a record about a GPU of the claim's own kind (an Xid 63 row remap is context, and
+    still says the GPU's memory failed) that is not of an error the hardware corrected (a corrected AER on the GPU's
+    link backs no printed ECC error), and not a line any local user can write (``logger -t kernel``): a user who
+    prints the error and forges or finds such a line names nobody by it."""
     kinds = _GPU_CATEGORIES if root.category in _GPU_CATEGORIES else (root.category,)
     if root.category not in (*_GPU_CATEGORIES, "network") or not root.node \
             or any(e.source != SOURCE_APP for e in root.evidence):
@@ -445,10 +446,18 @@ def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
         return False
     allocated = ctx.bundle.allocated_gpus(root.node)
     return not any(s.node == root.node and s.category in kinds and s.evidence and s.dropped is None
-                   and (s.role == "candidate" or s.gpu is not None) and s.evidence[0].source != SOURCE_APP
+                   and (s.role == "candidate" or (s.gpu is not None and s.category == root.category
+                                                  and not _corrected(s)))
+                   and s.evidence[0].source != SOURCE_APP
                    and (s.gpu is None or allocated is None or s.gpu in allocated)
                    and (s.gpu is None or root.gpu is None or s.gpu == root.gpu)
                    and not forgeable(s) for s in ctx.symptoms)
+
+
+def _corrected(sym: Symptom) -> bool:
+    """A record of an error the hardware corrected (a corrected PCIe AER, a correctable ECC count): it happens on
+    healthy parts all day and says nothing failed."""
+    return str(sym.fields.get("severity", "")).lower() in ("corrected", "ce", "correctable")
 
 
 def _whole_syslog_file(ctx: EngineContext, node: str, origin: str) -> bool:

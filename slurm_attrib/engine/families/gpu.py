@@ -505,7 +505,13 @@ def _libraries_not_the_nodes(facts: Optional[NodeFacts], client_version: Optiona
     (the node changed after the job), says nothing of the sort."""
     if facts is None or not facts.gpus:
         return False
-    return client_version is None or facts.driver_version is None or client_version != facts.driver_version
+    return client_version is None or facts.driver_version is None \
+        or _version(client_version) != _version(facts.driver_version)
+
+
+def _version(text: str) -> tuple[object, ...]:
+    """A driver version to compare: TensorFlow prints 550.127.5 for nvidia-smi's 550.127.05."""
+    return tuple(int(part) if part.isdigit() else part for part in text.strip().split("."))
 
 
 def _job_libraries(sym: Symptom) -> None:
@@ -515,6 +521,37 @@ def _job_libraries(sym: Symptom) -> None:
     sym.actions = ("run the job's container without NVIDIA driver libraries of its own (let the container runtime "
                    "mount the node's: nvidia-container-toolkit, enroot's or Apptainer's --nv) and check "
                    "LD_LIBRARY_PATH for another driver's libnvidia-ml",)
+
+
+@decoder("rocm_platform")
+def decode_rocm_platform(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The ROCm runtime's word about the node's platform (PCIe atomics the board does not route): the node's, unless
+    the node's facts list GPUs, which NVIDIA's tools (nvidia-smi, NVML, DCGM) found after the job: then the node
+    runs no AMD GPU for ROCm to speak of, and the line is the program's own print."""
+    facts = ctx.bundle.facts_for(sym.node)
+    if facts is not None and facts.gpus:
+        sym.role, sym.strength = "context", 0
+        sym.notes.append(f"{sym.node}'s facts list NVIDIA GPUs: a ROCm runtime line names none of its parts")
+    return True
+
+
+@decoder("dso_mismatch")
+def decode_dso_mismatch(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """TensorFlow's 'kernel version X does not match DSO version Y': libcuda in the job's environment is not the
+    loaded module's version, as NVML's mismatch (:func:`decode_nvml`): the node's where its own nvidia-smi failed
+    after the job too, the job's environment's where it worked on module X, both readings otherwise."""
+    facts = ctx.bundle.facts_for(sym.node)
+    if facts is not None and not facts.gpus:
+        return True  # the node's own nvidia-smi failed too: its driver
+    module = str(sym.fields.get("kernel_version", ""))
+    if facts is not None and facts.driver_version and _version(module) == _version(facts.driver_version):
+        _job_libraries(sym)  # the node's module, as the node's own nvidia-smi reported it after the job: the job's libcuda
+    else:
+        # no facts; or a module the node's nvidia-smi did not report (the node changed after the job, or the line
+        # is not this node's): both readings
+        apply_verdict(sym, NVML_MISMATCH_UNDECIDED)
+        sym.actions = NVML_MISMATCH_UNDECIDED_ACTIONS
+    return True
 
 
 @decoder("nvidia_api_mismatch")
