@@ -222,8 +222,10 @@ def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Sympto
     if leader is None or leader.kind not in printable or not all(e.source == SOURCE_APP for e in leader.evidence):
         return None
     # a program's own error (a workload's printable kind) yields only to a fault near it; a printed claim about the
-    # node's setup (a limit, slurm.conf, a /dev/shm it refused) to any the kernel logged during the job
-    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" else None
+    # node's setup (a limit, slurm.conf, a /dev/shm it refused) or a batch system's limit kill (params.limit_kinds: the
+    # job may have hung on the fault until its limit) to any the kernel logged during the job
+    limit = leader.kind in str_list(owner, "limit_kinds")
+    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" and not limit else None
     faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
               and s.kind not in printable and any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
                                                   for e in s.evidence)
