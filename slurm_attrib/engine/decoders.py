@@ -756,13 +756,18 @@ def _decode_memory_failure(sym: Symptom) -> bool:
 
 @decoder("ib_port_state")
 def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Only DOWN is a fault; INIT/ARMED are the normal bring-up sequence and ACTIVE is the recovery."""
-    state = str(sym.fields.get("state", "")).upper()
-    if state != "DOWN":
-        sym.role, sym.strength, sym.kind = "context", 0, "ib_link_up" if state.startswith("ACTIVE") else "ib_link_init"
-        device, port = sym.fields.get("device", "?"), sym.fields.get("port", "?")
-        sym.summary = f"infiniband {device} port {port} link {state.lower()}"
+    """A port gone DOWN; whether the same port came back ACTIVE in the lines below (a flap, not a dead link) is
+    noted: the rule reads no INIT/ARMED/ACTIVE line of its own."""
+    back = f"{sym.fields.get('device')}: Port: {sym.fields.get('port')} Link ACTIVE"
+    for count, text in enumerate(line.iter_following(_IB_RECOVERY_REACH), 1):
+        if back in text and text.rstrip().endswith(back):
+            sym.fields["back_active"] = True
+            sym.notes.append(f"the port came back ACTIVE {count} line(s) below")
+            break
     return True
+
+
+_IB_RECOVERY_REACH = 200  # lines below a DOWN searched for the same port's ACTIVE
 
 
 # Whose device an AER error is, by the driver the kernel names before the device (the rest: the GPU's)

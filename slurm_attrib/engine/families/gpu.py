@@ -545,7 +545,7 @@ def decode_dso_mismatch(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
         return True  # the node's own nvidia-smi failed too: its driver
     module = str(sym.fields.get("kernel_version", ""))
     if facts is not None and facts.driver_version and _version(module) == _version(facts.driver_version):
-        _job_libraries(sym)  # the node's module, as the node's own nvidia-smi reported it after the job: the job's libcuda
+        _job_libraries(sym)  # the module the node's own nvidia-smi reported after the job: the job's libcuda
     else:
         # no facts; or a module the node's nvidia-smi did not report (the node changed after the job, or the line
         # is not this node's): both readings
