@@ -222,10 +222,11 @@ def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Sympto
     if leader is None or leader.kind not in printable or not all(e.source == SOURCE_APP for e in leader.evidence):
         return None
     # a program's own error (a workload's printable kind) yields only to a fault near it; a printed claim about the
-    # node's setup (a limit, slurm.conf, a /dev/shm it refused) or a batch system's limit kill (params.limit_kinds: the
-    # job may have hung on the fault until its limit) to any the kernel logged during the job
-    limit = leader.kind in str_list(owner, "limit_kinds")
-    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" and not limit else None
+    # node's setup (a limit, slurm.conf, a /dev/shm it refused) or one of params.whole_job_kinds (a batch system's
+    # limit kill, a driver mismatch) to any the kernel logged during the job
+    whole_job = leader.kind in str_list(owner, "whole_job_kinds")
+    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" and not whole_job \
+        else None
     faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
               and s.kind not in printable and any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
                                                   for e in s.evidence)
@@ -325,7 +326,10 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                            _describe(s) for s in leaders),
                        annotations=[*notes, "a fault outside the job window cannot be placed in it: check the "
                                     "node's clock and zone (time_assumptions)"])
-    readings = _two_readings(ctx, rule_)
+    # a sole leader only the job's output holds, of a kind a user can print, yields to a fault the kernel logged
+    # (_trusted_fault_over) before its own readings or its unknown category are weighed
+    over = _trusted_fault_over(ctx, rule_, ctx.leaders[0]) if len(ctx.leaders) == 1 else None
+    readings = _two_readings(ctx, rule_) if over is None else []
     if readings:
         return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="unknown",
                        candidates=readings, culprit_nodes=[], root=None,
@@ -350,7 +354,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                        summary="several unrelated faults fit equally: " + "; ".join(
                            _describe(s) for s in ctx.leaders), culprit_nodes=[],
                        annotations=[*notes, f"candidate nodes: {', '.join(nodes)}"])
-    if ctx.leaders and ctx.leaders[0].category == "unknown":
+    if ctx.leaders and ctx.leaders[0].category == "unknown" and over is None:
         # a fault whose kind names no cause (an Xid NVIDIA's catalog leaves open) explains nothing by itself
         return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
                        culprit_nodes=[],

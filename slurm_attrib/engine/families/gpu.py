@@ -505,12 +505,13 @@ def _libraries_not_the_nodes(facts: Optional[NodeFacts], client_version: Optiona
     (the node changed after the job), says nothing of the sort."""
     if facts is None or not facts.gpus:
         return False
-    return client_version is None or facts.driver_version is None \
-        or _version(client_version) != _version(facts.driver_version)
+    # compared as written: the kernel logs its API mismatch only where the client's string is not the module's, so a
+    # client whose string differs from the node's driver's by a zero (550.127.5 against 550.127.05) is not the node's
+    return client_version is None or facts.driver_version is None or client_version != facts.driver_version
 
 
 def _version(text: str) -> tuple[object, ...]:
-    """A driver version to compare: TensorFlow prints 550.127.5 for nvidia-smi's 550.127.05."""
+    """A driver version as TensorFlow reads one (its numbers: it prints 550.127.5 for nvidia-smi's 550.127.05)."""
     return tuple(int(part) if part.isdigit() else part for part in text.strip().split("."))
 
 

@@ -357,18 +357,17 @@ def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) 
 def decode_pals_rpc(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """PALS's word that a node stopped answering names that node; a timeout seen from the head alone or a
     launch it could not forward is weaker."""
-    if any(_SRUN_STEP.search(step.id) for step in ctx.job.steps):
-        # sacct lists a numbered step: srun launched the job's tasks, and PALS (PBS's launcher on HPE Cray EX) did
-        # not; its words in the output are the program's own print (a log of another run, a test) and name no node
+    if ctx.job.steps:
+        # sacct lists the job's steps (its batch step, srun's numbered ones): a Slurm job, which PALS (PBS's launcher
+        # on HPE Cray EX) never launches; its words in the output are the program's own print (a log of another run,
+        # a test) and name no node
         sym.role, sym.strength = "context", 0
-        sym.notes.append("the job's tasks were launched by srun (sacct lists its numbered steps), not by PALS")
+        sym.notes.append("the job is Slurm's (sacct lists its steps): PALS did not launch it")
         return True
     if sym.fields.get("rpc") == "launch" or ("seconds" in sym.fields and "reporter" not in sym.fields):
         sym.strength = 45
     return True
 
-
-_SRUN_STEP = re.compile(r"\.\d{1,9}$")  # an srun step's id in sacct ('4174001.0'), not batch, extern or interactive
 
 
 # the plugin loader's words for a plugin that is there but did not load (src/common/plugin.c plugin_strerror),
