@@ -709,6 +709,11 @@ _CHECK_CATEGORIES = ((re.compile(r"ecc|remap|retired", re.I), "gpu_memory"),
                      (re.compile(r"(?:^|_)(?:fs|file|mount|disk)(?:_|$)", re.I), "storage"))
 
 
+# a health check's word that it could not run: an environment variable its script needs, a toolkit not installed or
+# sourced in its environment
+_CHECK_NOT_RUN = re.compile(r"\b[A-Z][A-Z0-9_]{1,40} is not set\b|\b(?:is|are) not (?:installed and )?sourced\b")
+
+
 @decoder("health_check")
 def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A failed health check is its node's fault of the kind its check names; a runner that prefixes each host
@@ -718,6 +723,12 @@ def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     if named:
         sym.node = named
     check = str(sym.fields.get("check", ""))
+    if _CHECK_NOT_RUN.search(str(sym.fields.get("what", ""))):
+        # the check could not run: its own environment (a variable its script needs, a toolkit not sourced) is the
+        # health-check set-up's, which says nothing of the node (azurehpc-health-checks #72: HPCX_DIR is not set)
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("the health check could not run in its environment: no word on the node")
+        return True
     sym.category = next((category for pattern, category in _CHECK_CATEGORIES if pattern.search(check)), "node_failure")
     if sym.category in ("gpu_memory", "gpu_hardware"):
         sym.kind = "gpu_diag_fault"  # a GPU fault of the causal model's gpu_fault class, as dcgmi diag's
@@ -758,16 +769,9 @@ def _decode_memory_failure(sym: Symptom) -> bool:
 def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A port gone DOWN; whether the same port came back ACTIVE in the lines below (a flap, not a dead link) is
     noted: the rule reads no INIT/ARMED/ACTIVE line of its own."""
-    back = f"{sym.fields.get('device')}: Port: {sym.fields.get('port')} Link ACTIVE"
-    for count, text in enumerate(line.iter_following(_IB_RECOVERY_REACH), 1):
-        if back in text and text.rstrip().endswith(back):
-            sym.fields["back_active"] = True
-            sym.notes.append(f"the port came back ACTIVE {count} line(s) below")
-            break
+    from .families.network import note_link_back
+    note_link_back(ctx, sym, line, f"{sym.fields.get('device')}: Port: {sym.fields.get('port')} Link ACTIVE")
     return True
-
-
-_IB_RECOVERY_REACH = 200  # lines below a DOWN searched for the same port's ACTIVE
 
 
 # Whose device an AER error is, by the driver the kernel names before the device (the rest: the GPU's)

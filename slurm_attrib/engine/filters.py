@@ -937,6 +937,44 @@ _PROGRESS = re.compile(r"(?i)(?<![a-z])(?:[a-z]+[_ ])?loss['\"]?\s*[:=]?\s*['\"]
 _NOT_PROGRESS = re.compile(r"(?i)error|exception|traceback|warn|fail|abort|timed? ?out|killed")
 
 
+@rule("filter.printed_oom_report")
+def printed_oom_report(ctx: EngineContext, rule_: Rule) -> int:
+    """Slurm's report of the kernel's OOM kills (params.kinds), read only from the job's output, about a node whose
+    kernel log came whole from a source only the kernel writes and holds no OOM kill of the kernel's: a print.
+    Context, with a note."""
+    kinds = set(str_list(rule_, "kinds"))
+    count = 0
+    for sym in ctx.active():
+        node = sym.node
+        if sym.kind not in kinds or sym.role != "candidate" or not node \
+                or any(e.source != SOURCE_APP for e in sym.evidence) \
+                or ctx.bundle.kernel_origin(node) not in TRUSTED_KERNEL_ORIGINS or node not in ctx.bundle.kernel_uncut:
+            continue
+        if any(s.node == node and s.category == "host_oom" and s.evidence and s.evidence[0].source == SOURCE_KERNEL
+               for s in ctx.symptoms):
+            continue
+        _to_context(sym, f"{node}'s kernel log, collected whole from the journal or ring buffer, holds no OOM kill: "
+                         "the report is the job's own print")
+        count += 1
+    return count
+
+
+@rule("filter.recovered_link_flap")
+def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
+    """A link that came back within params.max_flap_s (fields.back_after_s, set by its decoder) where the job's own
+    output holds no network symptom: it touched no connection the job used. Context, with a note."""
+    limit = float(rule_.params.get("max_flap_s", 30))
+    flaps = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category == "network"
+             and isinstance(sym.fields.get("back_after_s"), (int, float)) and sym.fields["back_after_s"] <= limit]
+    if not flaps or any(sym.category == "network" and sym.evidence and sym.evidence[0].source == SOURCE_APP
+                        for sym in ctx.active()):
+        return 0
+    for sym in flaps:
+        _to_context(sym, f"the port came back {sym.fields['back_after_s']:g} s later, and the job's output shows no "
+                         "network error: a connection it used would have broken")
+    return len(flaps)
+
+
 @rule("filter.progress_after_fault")
 def progress_after_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or host OOM kill the job's training went on past: a stamped progress line (a

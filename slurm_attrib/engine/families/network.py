@@ -14,9 +14,11 @@ from typing import Any, Optional
 
 from ...model import Symptom
 from ...scan import Line
+from ...timestamps import parse_line_time
 from ..context import EngineContext
 from ..ranks import split_rank
 from ..registry import decoder
+from ..timeinfer import time_context
 
 
 @dataclass(frozen=True)
@@ -457,10 +459,29 @@ def decode_bond(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
 
 @decoder("net_link_state")
 def decode_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """Only 'down' is a fault; 'up' is the recovery."""
+    """Only 'down' is a fault; 'up' is the recovery, noted on the 'down' it follows (:func:`note_link_back`)."""
     if str(sym.fields.get("state", "")).lower() != "down":
         _apply(sym, Verdict("context", meaning="the link came back"))
+    else:
+        note_link_back(ctx, sym, line, f"{sym.fields.get('ifname')}: Link up")
     return True
+
+
+LINK_BACK_REACH = 200  # lines below a link's 'down' searched for its return
+
+
+def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str) -> None:
+    """Where the same port's return (``back``: the whole end of its line, 'mlx5_3: Port: 1 Link ACTIVE') follows
+    the line of its going down within LINK_BACK_REACH lines of the file: ``back_active``, and ``back_after_s``
+    where both lines carry a stamp (filter.recovered_link_flap reads it)."""
+    for count, text in enumerate(line.iter_following(LINK_BACK_REACH), 1):
+        if text.rstrip().endswith(back):
+            sym.fields["back_active"] = True
+            back_at = parse_line_time(text, time_context(ctx, sym.node)).time
+            if back_at is not None and sym.time is not None and back_at >= sym.time:
+                sym.fields["back_after_s"] = round((back_at - sym.time).total_seconds(), 3)
+            sym.notes.append(f"the port came back {count} line(s) below")
+            return
 
 
 # --- NCCL result codes surfaced by PyTorch --------------------------------------------------------
