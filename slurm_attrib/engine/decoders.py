@@ -709,9 +709,10 @@ _CHECK_CATEGORIES = ((re.compile(r"ecc|remap|retired", re.I), "gpu_memory"),
                      (re.compile(r"(?:^|_)(?:fs|file|mount|disk)(?:_|$)", re.I), "storage"))
 
 
-# a health check's word that it could not run: an environment variable its script needs, a toolkit not installed or
-# sourced in its environment
-_CHECK_NOT_RUN = re.compile(r"\b[A-Z][A-Z0-9_]{1,40} is not set\b|\b(?:is|are) not (?:installed and )?sourced\b")
+# a health check's word that it could not run: an environment variable its script needs (a name with an underscore:
+# HPCX_DIR, not a mode such as "ECC is not set"), a toolkit not installed or sourced in its environment
+_CHECK_NOT_RUN = re.compile(r"\b[A-Z][A-Z0-9]{0,20}_[A-Z0-9_]{1,40} is not set\b"
+                            r"|\b(?:is|are) not (?:installed and )?sourced\b")
 
 
 @decoder("health_check")
@@ -770,7 +771,8 @@ def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any
     """A port gone DOWN; whether the same port came back ACTIVE in the lines below (a flap, not a dead link) is
     noted: the rule reads no INIT/ARMED/ACTIVE line of its own."""
     from .families.network import note_link_back
-    note_link_back(ctx, sym, line, f"{sym.fields.get('device')}: Port: {sym.fields.get('port')} Link ACTIVE")
+    port = f"{sym.fields.get('device')}: Port: {sym.fields.get('port')} Link"
+    note_link_back(ctx, sym, line, f"{port} ACTIVE", f"{port} DOWN")
     return True
 
 

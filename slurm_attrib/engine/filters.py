@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..bundle import TRUSTED_KERNEL_ORIGINS, BundleFile
+from ..errors import RuleError
 from ..model import SOURCE_APP, SOURCE_KERNEL, Symptom, connector_of
 from ..ruleset import Rule
 from ..safeio import open_regular
 from ..scan import EVIDENCE_READ_ERRORS, decode, gutter_cutter, open_evidence
 from ..timestamps import TimeContext, format_utc, iso_offset, parse_line_time, zone_from_name
+from .causal import CausalModel
 from .context import EngineContext
 from .params import str_list
 from .ranks import quote_end, shipped_stamp, split_rank
@@ -963,15 +965,23 @@ def printed_oom_report(ctx: EngineContext, rule_: Rule) -> int:
 def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
     """A link that came back within params.max_flap_s (fields.back_after_s, set by its decoder) where the job's own
     output holds no network symptom: it touched no connection the job used. Context, with a note."""
-    limit = float(rule_.params.get("max_flap_s", 30))
+    limit = float(rule_.params.get("max_flap_s", 5))
     flaps = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category == "network"
              and isinstance(sym.fields.get("back_after_s"), (int, float)) and sym.fields["back_after_s"] <= limit]
-    if not flaps or any(sym.category == "network" and sym.evidence and sym.evidence[0].source == SOURCE_APP
-                        for sym in ctx.active()):
+    if not flaps:
         return 0
+    local = set(str_list(rule_, "local_kinds"))
+    owner = ctx.ruleset.get("refine.causal_model")
+    if owner is None:
+        raise RuleError("filter.recovered_link_flap reads refine.causal_model's comm_error class, and that rule is not "
+                        "loaded")
+    model = CausalModel.from_params(owner.params, owner.where)  # the refine phase sets ctx.causal only later
+    if any(sym.evidence and sym.evidence[0].source == SOURCE_APP and sym.kind not in local
+           and (sym.category == "network" or "comm_error" in model.classes_of(sym)) for sym in ctx.symptoms):
+        return 0  # the job's output tells of a broken connection, a stuck collective or a network error: kept
     for sym in flaps:
-        _to_context(sym, f"the port came back {sym.fields['back_after_s']:g} s later, and the job's output shows no "
-                         "network error: a connection it used would have broken")
+        _to_context(sym, f"the port was back {sym.fields['back_after_s']:g} s later, and the job's output tells of "
+                         "no network error or stuck collective: the flap broke nothing the job used")
     return len(flaps)
 
 

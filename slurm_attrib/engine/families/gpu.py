@@ -510,6 +510,12 @@ def _libraries_not_the_nodes(facts: Optional[NodeFacts], client_version: Optiona
     return client_version is None or facts.driver_version is None or client_version != facts.driver_version
 
 
+def _no_nvidia_driver(facts: Optional[NodeFacts]) -> bool:
+    """The node's facts say it ran no NVIDIA kernel module after the job (no /proc/driver/nvidia/version, no GPU):
+    a CPU node, where no driver/library mismatch can happen; the job's words of one are its own print."""
+    return facts is not None and not facts.gpus and not facts.driver_version
+
+
 def _version(text: str) -> tuple[object, ...]:
     """A driver version as TensorFlow reads one (its numbers: it prints 550.127.5 for nvidia-smi's 550.127.05)."""
     return tuple(int(part) if part.isdigit() else part for part in text.strip().split("."))
@@ -542,6 +548,9 @@ def decode_dso_mismatch(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     loaded module's version, as NVML's mismatch (:func:`decode_nvml`): the node's where its own nvidia-smi failed
     after the job too, the job's environment's where it worked on module X, both readings otherwise."""
     facts = ctx.bundle.facts_for(sym.node)
+    if _no_nvidia_driver(facts):
+        _job_libraries(sym)
+        return True
     if facts is not None and not facts.gpus:
         return True  # the node's own nvidia-smi failed too: its driver
     module = str(sym.fields.get("kernel_version", ""))
@@ -632,7 +641,8 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     set_gpu(sym, extra["text"])
     facts = ctx.bundle.facts_for(sym.node)
     from_job = bool(sym.evidence) and sym.evidence[0].source == SOURCE_APP
-    if verdict is NVML_MISMATCH and from_job and _libraries_not_the_nodes(facts, _printed_library_version(line)):
+    if verdict is NVML_MISMATCH and from_job and (_libraries_not_the_nodes(facts, _printed_library_version(line))
+                                                  or _no_nvidia_driver(facts)):
         _job_libraries(sym)
         return True
     if verdict is NVML_MISMATCH and from_job and facts is None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ...bundle import TRUSTED_KERNEL_ORIGINS
 from ...model import Symptom
 from ...scan import Line
 from ...timestamps import parse_line_time
@@ -463,25 +464,35 @@ def decode_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     if str(sym.fields.get("state", "")).lower() != "down":
         _apply(sym, Verdict("context", meaning="the link came back"))
     else:
-        note_link_back(ctx, sym, line, f"{sym.fields.get('ifname')}: Link up")
+        ifname = sym.fields.get("ifname")
+        note_link_back(ctx, sym, line, f"{ifname}: Link up", f"{ifname}: Link down")
     return True
 
 
 LINK_BACK_REACH = 200  # lines below a link's 'down' searched for its return
 
 
-def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str) -> None:
+def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str, down: str) -> None:
     """Where the same port's return (``back``: the whole end of its line, 'mlx5_3: Port: 1 Link ACTIVE') follows
     the line of its going down within LINK_BACK_REACH lines of the file: ``back_active``, and ``back_after_s``
-    where both lines carry a stamp (filter.recovered_link_flap reads it)."""
-    for count, text in enumerate(line.iter_following(LINK_BACK_REACH), 1):
-        if text.rstrip().endswith(back):
-            sym.fields["back_active"] = True
-            back_at = parse_line_time(text, time_context(ctx, sym.node)).time
-            if back_at is not None and sym.time is not None and back_at >= sym.time:
-                sym.fields["back_after_s"] = round((back_at - sym.time).total_seconds(), 3)
-            sym.notes.append(f"the port came back {count} line(s) below")
+    where both lines carry a stamp, the return is the kernel's (no other program's tag) in a log only the kernel
+    writes, and the port did not go down (``down``) again below it: a flapping port is a fault however short each
+    flap (filter.recovered_link_flap reads it)."""
+    timectx = time_context(ctx, sym.node)
+    following = line.iter_following(LINK_BACK_REACH)
+    for count, text in enumerate(following, 1):
+        if not text.rstrip().endswith(back):
+            continue
+        sym.fields["back_active"] = True
+        sym.notes.append(f"the port came back {count} line(s) below")
+        stamp = parse_line_time(text, timectx)
+        origin = ctx.bundle.kernel_origin(sym.node)
+        trusted = origin == "" or origin in TRUSTED_KERNEL_ORIGINS
+        if stamp.time is None or sym.time is None or stamp.time < sym.time or not trusted \
+                or stamp.tag not in (None, "kernel") or any(rest.rstrip().endswith(down) for rest in following):
             return
+        sym.fields["back_after_s"] = round((stamp.time - sym.time).total_seconds(), 3)
+        return
 
 
 # --- NCCL result codes surfaced by PyTorch --------------------------------------------------------
