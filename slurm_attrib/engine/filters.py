@@ -968,8 +968,8 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
     limit = float(rule_.params.get("max_flap_s", 5))
     flaps = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category == "network"
              and isinstance(sym.fields.get("back_after_s"), (int, float)) and sym.fields["back_after_s"] <= limit]
-    if not flaps:
-        return 0
+    if not flaps or not any(bf.source == SOURCE_APP and bf.size for bf in ctx.bundle.files):
+        return 0  # no output of the job's to tell whether a connection it used broke
     local = set(str_list(rule_, "local_kinds"))
     owner = ctx.ruleset.get("refine.causal_model")
     if owner is None:

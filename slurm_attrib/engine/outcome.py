@@ -222,15 +222,15 @@ def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Sympto
     if leader is None or leader.kind not in printable or not all(e.source == SOURCE_APP for e in leader.evidence):
         return None
     # a program's own error (a workload's printable kind) yields only to a fault near it; a printed claim about the
-    # node's setup (a limit, slurm.conf, a /dev/shm it refused) or one of params.whole_job_kinds (a batch system's
-    # limit kill, a driver mismatch) to any the kernel logged during the job
-    whole_job = leader.kind in str_list(owner, "whole_job_kinds")
-    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" and not whole_job \
-        else None
+    # node's setup (a limit, slurm.conf, a /dev/shm it refused) to any the kernel logged during the job; one of
+    # params.whole_job_kinds (a driver mismatch, a lost GPU) also to any on its own node
+    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" else None
+    whole_job = leader.kind in str_list(owner, "whole_job_kinds")  # and any time on the leader's own node
     faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
               and s.kind not in printable and any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
                                                   for e in s.evidence)
-              and (window is None or s.time is None or leader.time is None or abs(s.time - leader.time) <= window)]
+              and (window is None or s.time is None or leader.time is None or abs(s.time - leader.time) <= window
+                   or (whole_job and s.node == leader.node))]
     return min(faults, key=lambda s: (-s.strength, *Symptom.sort_key(s))) if faults else None
 
 

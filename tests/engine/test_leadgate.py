@@ -33,8 +33,8 @@ LINES = [
 ]
 
 
-def _found(regex: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], dict[str, object]]]:
-    return [(m.span(), m.groupdict()) for m in regex.finditer(text)]
+def _found(regex: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], tuple[object, ...], dict[str, object]]]:
+    return [(m.span(), m.groups(), m.groupdict()) for m in regex.finditer(text)]
 
 
 @pytest.mark.parametrize("regex", [r.match.regex for r in load_ruleset(include_site=False).rules if r.match]
@@ -52,7 +52,12 @@ def test_gate_bounds_the_first_character_through_zero_width_items_and_optional_h
     assert gated(re.compile(r"\d+ms", re.VERBOSE)).flags & re.VERBOSE
 
 
-@pytest.mark.parametrize("pattern", [r".x", r"[^a]b", r"a*", r"(?:x|)", r"\Bq|\Wz"])
+def test_a_verbose_pattern_with_a_trailing_comment_is_gated() -> None:
+    regex = re.compile("abc  # a comment", re.VERBOSE)
+    assert _found(gated(regex), "xxabcx") == _found(regex, "xxabcx") != []
+
+
+@pytest.mark.parametrize("pattern", [r".x", r"[^a]b", r"a*", r"(?:x|)", r"\Bq|\Wz", r"(?i:error)", r"\b(?i:comm)="])
 def test_a_pattern_no_class_bounds_is_given_back_unchanged(pattern: str) -> None:
     regex = re.compile(pattern)
     assert gated(regex) is regex

@@ -518,7 +518,7 @@ def _no_nvidia_driver(facts: Optional[NodeFacts]) -> bool:
 
 def _version(text: str) -> tuple[object, ...]:
     """A driver version as TensorFlow reads one (its numbers: it prints 550.127.5 for nvidia-smi's 550.127.05)."""
-    return tuple(int(part) if part.isdigit() else part for part in text.strip().split("."))
+    return tuple(int(part) if part.isdecimal() else part for part in text.strip().split("."))
 
 
 def _job_libraries(sym: Symptom) -> None:
@@ -645,10 +645,12 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
                                                   or _no_nvidia_driver(facts)):
         _job_libraries(sym)
         return True
-    if verdict is NVML_MISMATCH and from_job and facts is None:
+    if verdict is NVML_MISMATCH and from_job and (facts is None or facts.gpus):
         # the job's word alone: the node's packages changed under its loaded module, or the job's image brought
         # driver libraries of its own (libnvidia-compute, a newer CUDA's); the kernel's 'NVRM: API mismatch' follows
-        # either. The node's nvidia-smi after the job (its facts) tells them apart; without it, both readings
+        # either. The node's nvidia-smi after the job (its facts) tells them apart; without it, both readings, and
+        # so where it worked with the very library version the job printed (the node changed after the job, or the
+        # job printed the node's version: nothing of the node's confirms a mismatch)
         apply_verdict(sym, NVML_MISMATCH_UNDECIDED)
         sym.actions = NVML_MISMATCH_UNDECIDED_ACTIONS
         return True
