@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from collections import defaultdict
@@ -1602,16 +1603,22 @@ _TEMPLATE_ASIDE = re.compile(r" ?\(([^(){}]*\{\w+\}[^()]*)\)")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
+@functools.lru_cache(maxsize=1024)
+def _asides(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The template's asides (with the blank before them) and the placeholders of each: a template is one rule's,
+    its asides found once, not for every symptom it renders."""
+    return tuple((m.group(0), tuple(_PLACEHOLDER.findall(m.group(1)))) for m in _TEMPLATE_ASIDE.finditer(template))
+
+
 def render_summary(template: str, sym: Symptom) -> str:
     """The summary from its template and the symptom's fields. An aside in parentheses whose fields the line did
     not give is left out rather than printed empty ('cuda out of memory on rank 3', not '... (tried to allocate )')."""
     values = _Defaults(sym.fields)
     values.update(kind=sym.kind, node=sym.node or "?", rank="?" if sym.rank is None else sym.rank,
                   gpu=sym.gpu or "?")
-    if "(" in template:
-        template = _TEMPLATE_ASIDE.sub(
-            lambda m: m.group(0) if any(values[name] not in ("", None) for name in _PLACEHOLDER.findall(m.group(1)))
-            else "", template)
+    for aside, names in _asides(template):
+        if all(values[name] in ("", None) for name in names):
+            template = template.replace(aside, "", 1)
     try:
         return template.format_map(values)[:300]
     except (ValueError, IndexError, KeyError, AttributeError):
