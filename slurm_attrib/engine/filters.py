@@ -976,8 +976,14 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
         raise RuleError("filter.recovered_link_flap reads refine.causal_model's comm_error class, and that rule is not "
                         "loaded")
     model = CausalModel.from_params(owner.params, owner.where)  # the refine phase sets ctx.causal only later
-    if any(sym.evidence and sym.evidence[0].source == SOURCE_APP and sym.kind not in local
-           and (sym.category == "network" or "comm_error" in model.classes_of(sym)) for sym in ctx.symptoms):
+    output = [sym for sym in ctx.active() if sym.evidence and sym.evidence[0].source == SOURCE_APP]
+    # the program's own error (a device assert, an exception of its code) that the job met first: the peers' aborted
+    # communicators and timeouts after it are its echo, not a broken link's
+    own = [t for sym in output if sym.role == "candidate" and "app_error" in model.classes_of(sym)
+           and (t := latest_time(sym) or sym.time) is not None]
+    first_own = min(own) if own else None
+    if any(sym.kind not in local and (sym.category == "network" or "comm_error" in model.classes_of(sym))
+           and (first_own is None or (t := latest_time(sym) or sym.time) is None or t < first_own) for sym in output):
         return 0  # the job's output tells of a broken connection, a stuck collective or a network error: kept
     for sym in flaps:
         _to_context(sym, f"the port was back {sym.fields['back_after_s']:g} s later, and the job's output tells of "

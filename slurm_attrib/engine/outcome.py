@@ -221,16 +221,14 @@ def _trusted_fault_over(ctx: EngineContext, owner: Rule, leader: Optional[Sympto
     printable = str_list(owner, "printable_kinds")
     if leader is None or leader.kind not in printable or not all(e.source == SOURCE_APP for e in leader.evidence):
         return None
-    # a program's own error (a workload's printable kind) yields only to a fault near it; a printed claim about the
-    # node's setup (a limit, slurm.conf, a /dev/shm it refused) to any the kernel logged during the job; one of
-    # params.whole_job_kinds (a driver mismatch, a lost GPU) also to any on its own node
-    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible == "workload" else None
-    whole_job = leader.kind in str_list(owner, "whole_job_kinds")  # and any time on the leader's own node
+    # a program's own error (a workload's printable kind, or one whose side is open: a driver mismatch with both
+    # readings) yields only to a fault near it; a printed claim about the node's setup (a limit, slurm.conf, a
+    # /dev/shm it refused) to any the kernel logged during the job
+    window = ctx.tolerance(ctx.causal.decision_window_s) if leader.responsible != "infrastructure" else None
     faults = [s for s in ctx.active() if s.role == "candidate" and s.responsible == "infrastructure" and s.node
               and s.kind not in printable and any(e.source == SOURCE_KERNEL and e.trust == TRUST_KERNEL
                                                   for e in s.evidence)
-              and (window is None or s.time is None or leader.time is None or abs(s.time - leader.time) <= window
-                   or (whole_job and s.node == leader.node))]
+              and (window is None or s.time is None or leader.time is None or abs(s.time - leader.time) <= window)]
     return min(faults, key=lambda s: (-s.strength, *Symptom.sort_key(s))) if faults else None
 
 
@@ -326,10 +324,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                            _describe(s) for s in leaders),
                        annotations=[*notes, "a fault outside the job window cannot be placed in it: check the "
                                     "node's clock and zone (time_assumptions)"])
-    # a sole leader only the job's output holds, of a kind a user can print, yields to a fault the kernel logged
-    # (_trusted_fault_over) before its own readings or its unknown category are weighed
-    over = _trusted_fault_over(ctx, rule_, ctx.leaders[0]) if len(ctx.leaders) == 1 else None
-    readings = _two_readings(ctx, rule_) if over is None else []
+    readings = _two_readings(ctx, rule_)
     if readings:
         return _decide(ctx, rule_, status="ambiguous", category="unknown", responsible="unknown",
                        candidates=readings, culprit_nodes=[], root=None,
@@ -354,7 +349,7 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
                        summary="several unrelated faults fit equally: " + "; ".join(
                            _describe(s) for s in ctx.leaders), culprit_nodes=[],
                        annotations=[*notes, f"candidate nodes: {', '.join(nodes)}"])
-    if ctx.leaders and ctx.leaders[0].category == "unknown" and over is None:
+    if ctx.leaders and ctx.leaders[0].category == "unknown":
         # a fault whose kind names no cause (an Xid NVIDIA's catalog leaves open) explains nothing by itself
         return _decide(ctx, rule_, status="unattributed", category="unknown", responsible="unknown",
                        culprit_nodes=[],

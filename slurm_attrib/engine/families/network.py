@@ -458,6 +458,19 @@ def decode_bond(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
     return True
 
 
+@decoder("remote_service")
+def decode_remote_service(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A web service the job could not reach: a 429 is the service limiting the job's own fan-out (the workload's),
+    a 5xx the service's own failure, anything else the route, DNS or the service (no one named)."""
+    status = str(sym.fields.get("status", ""))
+    if status == "429":
+        _apply(sym, Verdict("candidate", "workload", 45, "the service limited the job's requests (HTTP 429): every "
+                            "rank downloading at once"))
+    elif status.startswith("5"):
+        _apply(sym, Verdict("candidate", "unknown", 45, f"the remote service failed (HTTP {status})"))
+    return True
+
+
 @decoder("net_link_state")
 def decode_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Only 'down' is a fault; 'up' is the recovery, noted on the 'down' it follows (:func:`note_link_back`)."""
@@ -476,8 +489,8 @@ def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str, down
     """Where the same port's return (``back``: the whole end of its line, 'mlx5_3: Port: 1 Link ACTIVE') follows
     the line of its going down within LINK_BACK_REACH lines of the file: ``back_active``, and ``back_after_s``
     where both lines carry a stamp, the return is the kernel's (no other program's tag) in a log only the kernel
-    writes, and the port did not go down (``down``) again below it: a flapping port is a fault however short each
-    flap (filter.recovered_link_flap reads it)."""
+    writes, and the port did not go down (``down``) again below it or before it within the reach: a flapping port is
+    a fault however short each flap (filter.recovered_link_flap reads it)."""
     timectx = time_context(ctx, sym.node)
     following = line.iter_following(LINK_BACK_REACH)
     for count, text in enumerate(following, 1):
@@ -489,7 +502,8 @@ def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str, down
         origin = ctx.bundle.kernel_origin(sym.node)
         trusted = origin == "" or origin in TRUSTED_KERNEL_ORIGINS
         if stamp.time is None or sym.time is None or stamp.time < sym.time or not trusted \
-                or stamp.tag not in (None, "kernel") or any(rest.rstrip().endswith(down) for rest in following):
+                or stamp.tag not in (None, "kernel") or any(rest.rstrip().endswith(down) for rest in following) \
+                or any(above.rstrip().endswith(down) for above in line.preceding(LINK_BACK_REACH)):
             return
         sym.fields["back_after_s"] = round((stamp.time - sym.time).total_seconds(), 3)
         return

@@ -353,17 +353,6 @@ def _sacct_records(ctx: EngineContext, rule_: Rule, rel: str, lines: list[str]) 
     return found
 
 
-@decoder("batch_limit")
-def decode_batch_limit(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """PBS's and LSF's limit kills in a job whose steps sacct lists: a Slurm job, which neither ran; the words are
-    the program's own print (hostile rounds W174, W178: a printed kill hid a kernel fault or handed the verdict to
-    an unrelated one). Flux runs inside a Slurm allocation (srun flux start), so its exception stays."""
-    if ctx.job.steps and "job.exception" not in extra["text"]:
-        sym.role, sym.strength = "context", 0
-        sym.notes.append("the job is Slurm's (sacct lists its steps): PBS or LSF did not run it")
-    return True
-
-
 @decoder("pals_rpc")
 def decode_pals_rpc(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """PALS's word that a node stopped answering names that node; a timeout seen from the head alone or a
