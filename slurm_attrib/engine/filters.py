@@ -963,12 +963,16 @@ def printed_oom_report(ctx: EngineContext, rule_: Rule) -> int:
 
 @rule("filter.recovered_link_flap")
 def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
-    """A link that came back within params.max_flap_s (fields.back_after_s, set by its decoder) where the job's own
-    output holds no network symptom: it touched no connection the job used. Context, with a note."""
+    """A port that went down where the job's own output tells of no broken connection the link explains: one back
+    within params.max_flap_s (fields.back_after_s, set by its decoder) touched nothing the job used; one that stayed
+    down (params.kinds) did not either where the job's output holds an error of the workload's own to end it.
+    Context, with a note."""
     limit = float(rule_.params.get("max_flap_s", 5))
-    flaps = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category == "network"
-             and isinstance(sym.fields.get("back_after_s"), (int, float)) and sym.fields["back_after_s"] <= limit]
-    if not flaps or not any(bf.source == SOURCE_APP and bf.size for bf in ctx.bundle.files):
+    kinds = set(str_list(rule_, "kinds"))
+    downs = [sym for sym in ctx.active() if sym.role == "candidate" and sym.category == "network"
+             and sym.evidence and sym.evidence[0].source == SOURCE_KERNEL
+             and (_short_flap(sym, limit) or sym.kind in kinds)]
+    if not downs or not any(bf.source == SOURCE_APP and bf.size for bf in ctx.bundle.files):
         return 0  # no output of the job's to tell whether a connection it used broke
     local = set(str_list(rule_, "local_kinds"))
     owner = ctx.ruleset.get("refine.causal_model")
@@ -982,13 +986,35 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
     own = [t for sym in output if sym.role == "candidate" and "app_error" in model.classes_of(sym)
            and (t := latest_time(sym) or sym.time) is not None]
     first_own = min(own) if own else None
-    if any(sym.kind not in local and (sym.category == "network" or "comm_error" in model.classes_of(sym))
-           and (first_own is None or (t := latest_time(sym) or sym.time) is None or t < first_own) for sym in output):
-        return 0  # the job's output tells of a broken connection, a stuck collective or a network error: kept
-    for sym in flaps:
-        _to_context(sym, f"the port was back {sym.fields['back_after_s']:g} s later, and the job's output tells of "
-                         "no network error or stuck collective: the flap broke nothing the job used")
-    return len(flaps)
+    # an error of the workload's own that ends a job: not its user stopping it or its time running out, which a job
+    # stalled on a dead link meets as well
+    workload = any(sym.role == "candidate" and sym.responsible == "workload"
+                   and sym.category not in ("cancelled", "job_limit") for sym in output)
+    effect = timedelta(seconds=float(rule_.params.get("effect_s", 60)))
+    told = [latest_time(sym) or sym.time for sym in output if sym.kind not in local
+            and (sym.category == "network" or "comm_error" in model.classes_of(sym))]
+    count = 0
+    for down in downs:
+        # kept by a word of the job's that the broken connection can explain: any before the program's own first
+        # error, and one soon after the port went down (NCCL's transports report a dead QP within seconds)
+        if any(t is None or first_own is None or t < first_own
+               or (down.time is not None and down.time <= t <= down.time + effect) for t in told):
+            continue
+        if _short_flap(down, limit):
+            why = f"the port was back {down.fields['back_after_s']:g} s later"
+        elif workload:
+            why = "the job's output holds an error of its own"
+        else:
+            continue  # a port that stayed down, and nothing of the job's own to have ended it: kept
+        _to_context(down, f"{why}, and it tells of no network error or stuck collective the link explains: the port "
+                          "carried nothing the job used")
+        count += 1
+    return count
+
+
+def _short_flap(sym: Symptom, limit: float) -> bool:
+    back = sym.fields.get("back_after_s")
+    return isinstance(back, (int, float)) and back <= limit
 
 
 @rule("filter.progress_after_fault")
@@ -1139,15 +1165,16 @@ def fault_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
 
 @rule("filter.exception_long_before_end")
 def exception_long_before_end(ctx: EngineContext, rule_: Rule) -> int:
-    """A Python exception the job outlived by far (logged and handled, or a warning's traceback) did
-    not end it: it stays as context instead of competing for the root cause."""
+    """A Python exception (or another of params.kinds) the job outlived by far (logged and handled, or a warning's
+    traceback) did not end it: it stays as context instead of competing for the root cause."""
     end = ctx.job.end or ctx.window_end
     if end is None:
         return 0
     limit = timedelta(seconds=float(rule_.params.get("max_before_end_s", 900)))
+    kinds = set(str_list(rule_, "kinds")) or {"python_exception"}
     count = 0
     for sym in ctx.active():
-        if sym.kind != "python_exception" or sym.role != "candidate":
+        if sym.kind not in kinds or sym.role != "candidate":
             continue
         latest = latest_time(sym)
         if latest is not None and end - latest > limit:
