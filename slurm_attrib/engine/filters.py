@@ -983,9 +983,8 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
     output = [sym for sym in ctx.active() if sym.evidence and sym.evidence[0].source == SOURCE_APP]
     # the program's own error (a device assert, an exception of its code) that the job met first: the peers' aborted
     # communicators and timeouts after it are its echo, not a broken link's
-    own = [t for sym in output if sym.role == "candidate" and "app_error" in model.classes_of(sym)
-           and (t := latest_time(sym) or sym.time) is not None]
-    first_own = min(own) if own else None
+    own = sorted(t for sym in output if sym.role == "candidate" and model.program_error(sym)
+                 and (t := latest_time(sym) or sym.time) is not None)
     # an error of the workload's own that ends a job: not its user stopping it or its time running out, which a job
     # stalled on a dead link meets as well
     workload = any(sym.role == "candidate" and sym.responsible == "workload"
@@ -996,7 +995,9 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for down in downs:
         # kept by a word of the job's that the broken connection can explain: any before the program's own first
-        # error, and one soon after the port went down (NCCL's transports report a dead QP within seconds)
+        # error since the port went down (an error the job ran past before it explains nothing after it), and one
+        # soon after the port went down (NCCL's transports report a dead QP within seconds)
+        first_own = next((t for t in own if down.time is None or t >= down.time), None)
         if any(t is None or first_own is None or t < first_own
                or (down.time is not None and down.time <= t <= down.time + effect) for t in told):
             continue
