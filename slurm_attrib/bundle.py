@@ -105,6 +105,19 @@ class Bundle:
         found = {by_uuid.get(name) for name in wanted}
         return None if None in found else frozenset(pci for pci in found if pci)
 
+    def allocated_by_index(self, node: Optional[str]) -> Optional[frozenset[str]]:
+        """The PCI addresses of the GPUs the collection record names by index for ``node`` (SLURM_JOB_GPUS), read
+        through the facts' nvidia-smi indexes: Slurm's indexes follow the device files, which nvidia-smi's order
+        matches on most nodes but not all, so a likely set, never a certain one; None where the record names them
+        otherwise or the facts do not list every index."""
+        wanted = self.job_gpus.get(node) if node else None
+        facts = self.facts_for(node)
+        if not wanted or facts is None or not facts.gpus or not all(w.isdecimal() for w in wanted):
+            return None
+        by_index = {index: pci for pci, _, index in facts.gpus}
+        found = {by_index.get(int(w)) for w in wanted}
+        return None if None in found else frozenset(pci for pci in found if pci)
+
     def facts_for(self, node: Optional[str]) -> Optional[NodeFacts]:
         return self.node_facts.get(node) if node else None
 

@@ -399,12 +399,29 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
         if sym.node not in allocated:
             allocated[sym.node] = ctx.bundle.allocated_gpus(sym.node)
         mine = allocated[sym.node]
-        if not mine or sym.gpu in mine:
-            continue
-        _to_context(sym, f"GPU {sym.gpu} was not one of this job's GPUs on {sym.node} ({', '.join(sorted(mine))}, "
-                         "as the epilog recorded them): another job's or an idle one")
-        count += 1
+        if mine and sym.gpu not in mine:
+            _to_context(sym, f"GPU {sym.gpu} was not one of this job's GPUs on {sym.node} ({', '.join(sorted(mine))}, "
+                             "as the epilog recorded them): another job's or an idle one")
+            count += 1
+        elif mine is None and (by_index := ctx.bundle.allocated_by_index(sym.node)) is not None \
+                and sym.gpu not in by_index and not _gpu_error_in_output(ctx, sym.node):
+            # Slurm's indexes follow the device files, which nvidia-smi's order matches on most nodes but not all: a
+            # GPU outside them is set aside only where the job's output, on that node, shows no GPU error at all (a
+            # fault on a GPU the job used fails its CUDA calls)
+            _to_context(sym, f"GPU {sym.gpu} is not among this job's GPUs on {sym.node} by index "
+                             f"({', '.join(sorted(by_index))}, nvidia-smi's numbering), and the job's output there "
+                             "shows no GPU error: another job's or an idle one")
+            count += 1
     return count
+
+
+def _gpu_error_in_output(ctx: EngineContext, node: str) -> bool:
+    """Whether the job's output on ``node`` (or not placed on any) holds a GPU error: a GPU-category symptom or a
+    CUDA error of any reading."""
+    return any(s.evidence and s.evidence[0].source == SOURCE_APP and s.node in (node, None)
+               and (s.category in ("gpu_hardware", "gpu_memory", "nvlink")
+                    or s.kind in ("cuda_error", "nccl_cuda_error") or s.fields.get("readings"))
+               for s in ctx.symptoms)
 
 
 @rule("filter.pre_start_event")

@@ -445,7 +445,8 @@ def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
     origin = ctx.bundle.kernel_origin(root.node)
     if origin not in TRUSTED_KERNEL_ORIGINS and not _whole_syslog_file(ctx, root.node, origin):
         return False
-    allocated = ctx.bundle.allocated_gpus(root.node)
+    # a GPU outside the job's (by UUID, or else likely so by index) backs no claim of the job's
+    allocated = ctx.bundle.allocated_gpus(root.node) or ctx.bundle.allocated_by_index(root.node)
     return not any(s.node == root.node and s.category in kinds and s.evidence and s.dropped is None
                    and (s.role == "candidate" or (s.gpu is not None and s.category == root.category
                                                   and not _corrected(s)))
