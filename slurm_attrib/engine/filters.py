@@ -404,15 +404,46 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
                              "as the epilog recorded them): another job's or an idle one")
             count += 1
         elif mine is None and (by_index := ctx.bundle.allocated_by_index(sym.node)) is not None \
-                and sym.gpu not in by_index and not _gpu_error_in_output(ctx, sym.node):
+                and sym.gpu not in by_index and _listed(ctx, sym) and not _gpu_error_in_output(ctx, sym.node) \
+                and not _pid_in_output(ctx, sym):
             # Slurm's indexes follow the device files, which nvidia-smi's order matches on most nodes but not all: a
-            # GPU outside them is set aside only where the job's output, on that node, shows no GPU error at all (a
-            # fault on a GPU the job used fails its CUDA calls)
+            # GPU outside them is set aside only where it is still listed after the job (a GPU gone from the bus
+            # renumbers the rest), the job's output on that node shows no GPU error at all (a fault on a GPU the job
+            # used fails its CUDA calls), and the fault's process is none the job's output names
             _to_context(sym, f"GPU {sym.gpu} is not among this job's GPUs on {sym.node} by index "
                              f"({', '.join(sorted(by_index))}, nvidia-smi's numbering), and the job's output there "
                              "shows no GPU error: another job's or an idle one")
             count += 1
     return count
+
+
+def _listed(ctx: EngineContext, sym: Symptom) -> bool:
+    """Whether the node's facts (nvidia-smi after the job) list the symptom's GPU."""
+    facts = ctx.bundle.facts_for(sym.node)
+    return facts is not None and any(pci == sym.gpu for pci, _, _ in facts.gpus)
+
+
+def _pid_in_output(ctx: EngineContext, sym: Symptom) -> bool:
+    """Whether the process the fault names (an Xid's pid=) appears in the job's output on its node (NCCL's
+    'host:pid:tid' prefix, glog's thread id, a 'pid N' of the program's): then it was the job's. The files are read
+    up to PID_SEARCH_BYTES each; a file that cannot be read counts as naming it (the fault is then kept)."""
+    pid = sym.fields.get("pid")
+    if not isinstance(pid, int) or pid <= 1:
+        return False
+    token = re.compile(rb"(?<![\w.])" + str(pid).encode() + rb"(?![\w.])")
+    for bf in ctx.bundle.files:
+        if bf.source != SOURCE_APP or bf.node not in (sym.node, None):
+            continue
+        try:
+            with open_evidence(bf.path) as handle:
+                if token.search(handle.read(PID_SEARCH_BYTES)):
+                    return True
+        except EVIDENCE_READ_ERRORS:
+            return True
+    return False
+
+
+PID_SEARCH_BYTES = 64 << 20  # of each application file, for a fault's pid (bounded memory on a huge log)
 
 
 def _gpu_error_in_output(ctx: EngineContext, node: str) -> bool:
@@ -1020,7 +1051,9 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
             continue
         if _short_flap(down, limit):
             why = f"the port was back {down.fields['back_after_s']:g} s later"
-        elif workload:
+        elif workload and not told:
+            # a port that stayed down: set aside only where the job's output is silent on the network altogether (a
+            # stall that outlasts the job's own error still times its collectives out)
             why = "the job's output holds an error of its own"
         else:
             continue  # a port that stayed down, and nothing of the job's own to have ended it: kept
