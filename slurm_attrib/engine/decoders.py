@@ -770,9 +770,9 @@ def _decode_memory_failure(sym: Symptom) -> bool:
 def decode_ib(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A port gone DOWN; whether the same port came back ACTIVE in the lines below (a flap, not a dead link) is
     noted: the rule reads no INIT/ARMED/ACTIVE line of its own."""
-    from .families.network import note_link_back
+    from .families.network import line_end, note_link_back
     port = f"{sym.fields.get('device')}: Port: {sym.fields.get('port')} Link"
-    note_link_back(ctx, sym, line, f"{port} ACTIVE", f"{port} DOWN")
+    note_link_back(ctx, sym, line, line_end(f"{port} ACTIVE"), line_end(f"{port} DOWN"))
     return True
 
 

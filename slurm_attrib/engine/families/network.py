@@ -471,22 +471,49 @@ def decode_remote_service(ctx: EngineContext, sym: Symptom, line: Line, extra: d
     return True
 
 
+_MANAGEMENT_NIC = re.compile(r"(?<![\w-])(?:e1000e?|igb|igc)(?:[: ]|$)")
+
+
+@decoder("nic_link_state")
+def decode_nic_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """An Ethernet driver's 'NIC Link is Down' (Intel's e1000e, igb, igc, ixgbe, i40e, ice; Broadcom's bnxt_en): a
+    fault of the port; 'Up' is its return, noted on the 'Down' it follows."""
+    ifname = str(sym.fields.get("ifname", ""))
+    if str(sym.fields.get("state", "")).lower() != "down":
+        _apply(sym, Verdict("context", meaning="the link came back"))
+    elif _MANAGEMENT_NIC.search(extra["text"]):
+        # a 1 GbE controller (e1000e, igb, igc): a GPU node's management or BMC-side port, not the fabric its jobs'
+        # collectives or storage ride; recorded, never the job's cause (W185: a flapping e1000e port took the blame
+        # for an InfiniBand switch's failure)
+        _apply(sym, Verdict("context", meaning="a management-class 1 GbE port went down, not the job's fabric"))
+    else:
+        note_link_back(ctx, sym, line, re.compile(rf"(?<![\w.-]){re.escape(ifname)}:? NIC Link is Up\b"),
+                       re.compile(rf"(?<![\w.-]){re.escape(ifname)}:? NIC Link is Down\b"))
+    return True
+
+
 @decoder("net_link_state")
 def decode_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Only 'down' is a fault; 'up' is the recovery, noted on the 'down' it follows (:func:`note_link_back`)."""
     if str(sym.fields.get("state", "")).lower() != "down":
         _apply(sym, Verdict("context", meaning="the link came back"))
     else:
-        ifname = sym.fields.get("ifname")
-        note_link_back(ctx, sym, line, f"{ifname}: Link up", f"{ifname}: Link down")
+        ifname = str(sym.fields.get("ifname"))
+        note_link_back(ctx, sym, line, line_end(f"{ifname}: Link up"), line_end(f"{ifname}: Link down"))
     return True
+
+
+def line_end(text: str) -> re.Pattern[str]:
+    """A pattern of ``text`` ending its line (blanks after it aside)."""
+    return re.compile(re.escape(text) + r"\s*$")
 
 
 LINK_BACK_REACH = 200  # lines below a link's 'down' searched for its return
 
 
-def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str, down: str) -> None:
-    """Where the same port's return (``back``: the whole end of its line, 'mlx5_3: Port: 1 Link ACTIVE') follows
+def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: re.Pattern[str], down: re.Pattern[str]) -> None:
+    """Where the same port's return (``back``, searched in each line: 'mlx5_3: Port: 1 Link ACTIVE' at its end, 'eth1
+    NIC Link is Up 1000 Mbps ...') follows
     the line of its going down within LINK_BACK_REACH lines of the file: ``back_active``, and ``back_after_s``
     where both lines carry a stamp, the return is the kernel's (no other program's tag) in a log only the kernel
     writes, and the port did not go down (``down``) again below it or before it within the reach: a flapping port is
@@ -494,7 +521,7 @@ def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str, down
     timectx = time_context(ctx, sym.node)
     following = line.iter_following(LINK_BACK_REACH)
     for count, text in enumerate(following, 1):
-        if not text.rstrip().endswith(back):
+        if not back.search(text):
             continue
         sym.fields["back_active"] = True
         sym.notes.append(f"the port came back {count} line(s) below")
@@ -502,8 +529,8 @@ def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: str, down
         origin = ctx.bundle.kernel_origin(sym.node)
         trusted = origin == "" or origin in TRUSTED_KERNEL_ORIGINS
         if stamp.time is None or sym.time is None or stamp.time < sym.time or not trusted \
-                or stamp.tag not in (None, "kernel") or any(rest.rstrip().endswith(down) for rest in following) \
-                or any(above.rstrip().endswith(down) for above in line.preceding(LINK_BACK_REACH)):
+                or stamp.tag not in (None, "kernel") or any(down.search(rest) for rest in following) \
+                or any(down.search(above) for above in line.preceding(LINK_BACK_REACH)):
             return
         sym.fields["back_after_s"] = round((stamp.time - sym.time).total_seconds(), 3)
         return
