@@ -393,6 +393,7 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
     with a note, where the node's collection record and facts say which GPUs the job had."""
     count = 0
     allocated: dict[str, Optional[frozenset[str]]] = {}
+    seen_pids = _PidsInOutput(ctx)
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.gpu or not sym.node:
             continue
@@ -405,7 +406,7 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
             count += 1
         elif mine is None and (by_index := ctx.bundle.allocated_by_index(sym.node)) is not None \
                 and sym.gpu not in by_index and _listed(ctx, sym) and not _gpu_error_in_output(ctx, sym.node) \
-                and not _pid_in_output(ctx, sym):
+                and not seen_pids.named(sym):
             # Slurm's indexes follow the device files, which nvidia-smi's order matches on most nodes but not all: a
             # GPU outside them is set aside only where it is still listed after the job (a GPU gone from the bus
             # renumbers the rest), the job's output on that node shows no GPU error at all (a fault on a GPU the job
@@ -423,24 +424,42 @@ def _listed(ctx: EngineContext, sym: Symptom) -> bool:
     return facts is not None and any(pci == sym.gpu for pci, _, _ in facts.gpus)
 
 
-def _pid_in_output(ctx: EngineContext, sym: Symptom) -> bool:
-    """Whether the process the fault names (an Xid's pid=) appears in the job's output on its node (NCCL's
-    'host:pid:tid' prefix, glog's thread id, a 'pid N' of the program's): then it was the job's. The files are read
-    up to PID_SEARCH_BYTES each; a file that cannot be read counts as naming it (the fault is then kept)."""
-    pid = sym.fields.get("pid")
-    if not isinstance(pid, int) or pid <= 1:
-        return False
-    token = re.compile(rb"(?<![\w.])" + str(pid).encode() + rb"(?![\w.])")
-    for bf in ctx.bundle.files:
-        if bf.source != SOURCE_APP or bf.node not in (sym.node, None):
-            continue
-        try:
-            with open_evidence(bf.path) as handle:
-                if token.search(handle.read(PID_SEARCH_BYTES)):
-                    return True
-        except EVIDENCE_READ_ERRORS:
-            return True
-    return False
+class _PidsInOutput:
+    """Which processes the faults name (an Xid's pid=) appear in the job's output on their node (NCCL's 'host:pid:tid'
+    prefix, glog's thread id, a 'pid N' of the program's): then the fault was the job's. Every pid of a node's
+    index-outside faults is looked for in one pass over its application files, read up to PID_SEARCH_BYTES each; a
+    file that cannot be read counts as naming them all (the faults are then kept)."""
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+        self._found: dict[str, set[int]] = {}
+
+    def named(self, sym: Symptom) -> bool:
+        pid = sym.fields.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1 or not sym.node:
+            return False
+        if sym.node not in self._found:
+            self._found[sym.node] = self._scan(sym.node)
+        return pid in self._found[sym.node]
+
+    def _scan(self, node: str) -> set[int]:
+        wanted = {pid for s in self.ctx.active() if s.node == node and s.gpu
+                  and isinstance(pid := s.fields.get("pid"), int) and not isinstance(pid, bool) and pid > 1}
+        if not wanted:
+            return set()
+        token = re.compile(rb"(?<![\w.])(" + b"|".join(str(p).encode() for p in sorted(wanted)) + rb")(?![\w.])")
+        found: set[int] = set()
+        for bf in self.ctx.bundle.files:
+            if bf.source != SOURCE_APP or bf.node not in (node, None):
+                continue
+            try:
+                with open_evidence(bf.path) as handle:
+                    found.update(int(m) for m in token.findall(handle.read(PID_SEARCH_BYTES)))
+            except EVIDENCE_READ_ERRORS:
+                return wanted
+            if found >= wanted:
+                break
+        return found
 
 
 PID_SEARCH_BYTES = 64 << 20  # of each application file, for a fault's pid (bounded memory on a huge log)
@@ -1035,10 +1054,12 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
                  and (t := latest_time(sym) or sym.time) is not None)
     # an error of the workload's own that ends a job: not its user stopping it or its time running out, which a job
     # stalled on a dead link meets as well
-    workload = any(sym.role == "candidate" and sym.responsible == "workload"
-                   and sym.category not in ("cancelled", "job_limit") for sym in output)
+    workload = [latest_time(sym) or sym.time for sym in output if sym.role == "candidate"
+                and sym.responsible == "workload" and sym.kind not in local
+                and sym.category not in ("cancelled", "job_limit")]
     effect = timedelta(seconds=float(rule_.params.get("effect_s", 60)))
-    told = [latest_time(sym) or sym.time for sym in output if sym.kind not in local
+    # each word at the earliest it can have been written (an unstamped line's own time, not its upper bound)
+    told = [sym.time or latest_time(sym) for sym in output if sym.kind not in local
             and (sym.category == "network" or "comm_error" in model.classes_of(sym))]
     count = 0
     for down in downs:
@@ -1051,7 +1072,7 @@ def recovered_link_flap(ctx: EngineContext, rule_: Rule) -> int:
             continue
         if _short_flap(down, limit):
             why = f"the port was back {down.fields['back_after_s']:g} s later"
-        elif workload and not told:
+        elif not told and any(t is None or down.time is None or t >= down.time for t in workload):
             # a port that stayed down: set aside only where the job's output is silent on the network altogether (a
             # stall that outlasts the job's own error still times its collectives out)
             why = "the job's output holds an error of its own"

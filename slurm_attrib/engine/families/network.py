@@ -487,8 +487,8 @@ def decode_nic_link(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
         # for an InfiniBand switch's failure)
         _apply(sym, Verdict("context", meaning="a management-class 1 GbE port went down, not the job's fabric"))
     else:
-        note_link_back(ctx, sym, line, re.compile(rf"(?<![\w.-]){re.escape(ifname)}:? NIC Link is Up\b"),
-                       re.compile(rf"(?<![\w.-]){re.escape(ifname)}:? NIC Link is Down\b"))
+        note_link_back(ctx, sym, line, re.compile(rf"(?<![\w.-]){re.escape(ifname)}:? NIC Link is [Uu]p\b"),
+                       re.compile(rf"(?<![\w.-]){re.escape(ifname)}:? NIC Link is [Dd]own\b"))
     return True
 
 
