@@ -421,7 +421,7 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
 def _listed(ctx: EngineContext, sym: Symptom) -> bool:
     """Whether the node's facts (nvidia-smi after the job) list the symptom's GPU."""
     facts = ctx.bundle.facts_for(sym.node)
-    return facts is not None and any(pci == sym.gpu for pci, _, _ in facts.gpus)
+    return facts is not None and sym.gpu is not None and facts.uuid_for(sym.gpu) is not None
 
 
 class _PidsInOutput:

@@ -521,6 +521,12 @@ def _version(text: str) -> tuple[object, ...]:
     return tuple(int(part) if part.isdecimal() else part for part in text.strip().split("."))
 
 
+def _libraries_undecided(sym: Symptom) -> None:
+    """The mismatch is the node's driver or the job's environment's, and nothing of the node's tells which."""
+    apply_verdict(sym, NVML_MISMATCH_UNDECIDED)
+    sym.actions = NVML_MISMATCH_UNDECIDED_ACTIONS
+
+
 def _job_libraries(sym: Symptom) -> None:
     """The mismatch is the job's environment's (a container image that ships libnvidia-ml or libnvidia-compute, an
     LD_LIBRARY_PATH), not the node's."""
@@ -559,8 +565,7 @@ def decode_dso_mismatch(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     else:
         # no facts; or a module the node's nvidia-smi did not report (the node changed after the job, or the line
         # is not this node's): both readings
-        apply_verdict(sym, NVML_MISMATCH_UNDECIDED)
-        sym.actions = NVML_MISMATCH_UNDECIDED_ACTIONS
+        _libraries_undecided(sym)
     return True
 
 
@@ -651,8 +656,7 @@ def decode_nvml(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, A
         # either. The node's nvidia-smi after the job (its facts) tells them apart; without it, both readings, and
         # so where it worked with the very library version the job printed (the node changed after the job, or the
         # job printed the node's version: nothing of the node's confirms a mismatch)
-        apply_verdict(sym, NVML_MISMATCH_UNDECIDED)
-        sym.actions = NVML_MISMATCH_UNDECIDED_ACTIONS
+        _libraries_undecided(sym)
         return True
     if sym.gpu and from_job and facts is not None and facts.gpus \
             and all(pci != sym.gpu for pci, _, _ in facts.gpus):

@@ -513,11 +513,10 @@ LINK_BACK_REACH = 200  # lines below a link's 'down' searched for its return
 
 def note_link_back(ctx: EngineContext, sym: Symptom, line: Line, back: re.Pattern[str], down: re.Pattern[str]) -> None:
     """Where the same port's return (``back``, searched in each line: 'mlx5_3: Port: 1 Link ACTIVE' at its end, 'eth1
-    NIC Link is Up 1000 Mbps ...') follows
-    the line of its going down within LINK_BACK_REACH lines of the file: ``back_active``, and ``back_after_s``
-    where both lines carry a stamp, the return is the kernel's (no other program's tag) in a log only the kernel
-    writes, and the port did not go down (``down``) again below it or before it within the reach: a flapping port is
-    a fault however short each flap (filter.recovered_link_flap reads it)."""
+    NIC Link is Up 1000 Mbps ...') follows the line of its going down within LINK_BACK_REACH lines of the file:
+    ``back_active``, and ``back_after_s`` where both lines carry a stamp, the return is the kernel's (no other
+    program's tag) in a log only the kernel writes, and the port did not go down (``down``) again below it or before
+    it within the reach: a flapping port is a fault however short each flap (filter.recovered_link_flap reads it)."""
     timectx = time_context(ctx, sym.node)
     following = line.iter_following(LINK_BACK_REACH)
     for count, text in enumerate(following, 1):
