@@ -52,6 +52,7 @@ class LineStamps:
         self._chars = 0  # characters of the texts held (each held a few times: key, rest, message)
         self._buffer: bytes = b""  # the block the spans below index
         self._spans: dict[int, tuple[Optional[StreamKey], str]] = {}
+        self._blank: list[tuple[int, int]] = []  # [start, stop) of the block whose lines were all read unstamped
 
     def at(self, buffer: bytes, start: int, stop: int) -> tuple[Optional[StreamKey], str]:
         """:meth:`split` of the line at buffer[start:stop]: the neighbours of a burst of hits are asked
@@ -65,8 +66,34 @@ class LineStamps:
     def _spans_of(self, buffer: bytes) -> dict[int, tuple[Optional[StreamKey], str]]:
         """The split neighbours of ``buffer`` by line start, begun afresh for a new block or when full."""
         if buffer is not self._buffer or len(self._spans) >= self.BUDGET_SPANS:
-            self._buffer, self._spans = buffer, {}
+            self._buffer, self._spans, self._blank = buffer, {}, []
         return self._spans
+
+    def _note_blank(self, start: int, stop: int) -> None:
+        """Remember that the lines of the block from ``start`` up to ``stop`` (both line starts) have no stamp:
+        the next hit of a burst of unstamped lines walks past them in one step. A run that touches a remembered
+        one joins it; four are kept, the latest."""
+        if start >= stop:
+            return
+        for index, (begin, end) in enumerate(self._blank):
+            if begin <= stop and start <= end:
+                self._blank[index] = (min(begin, start), max(end, stop))
+                return
+        self._blank = [*self._blank[-3:], (start, stop)]
+
+    def _blank_above(self, stop: int) -> Optional[int]:
+        """The start of a remembered unstamped run that holds the lines just before line start ``stop``."""
+        for begin, end in self._blank:
+            if begin < stop <= end:
+                return begin
+        return None
+
+    def _blank_below(self, start: int) -> Optional[int]:
+        """The end of a remembered unstamped run that holds the line starting at ``start``."""
+        for begin, end in self._blank:
+            if begin <= start < end:
+                return end
+        return None
 
     def hit(self, line: Line) -> tuple[Optional[Stream], str]:
         """:func:`split_rank` of a hit line, remembered as a neighbour too: the hits of a burst are each
@@ -84,10 +111,18 @@ class LineStamps:
         buffer = line.buffer
         spans, find, size = self._spans_of(buffer), buffer.find, len(buffer)
         fallback: Optional[datetime] = None
-        pos = line.end + 1
-        for count in range(limit):
+        wanted_time: Optional[datetime] = None
+        pos = first = blank = line.end + 1  # the lines from first up to blank were read unstamped
+        count = 0
+        while count < limit:
             if pos >= size or (fallback is not None and count > after_any):
                 break
+            skip = self._blank_below(pos)
+            if skip is not None:  # lines known to have no stamp: none of them can end the walk
+                count += buffer.count(b"\n", pos, skip)
+                blank = skip if blank == pos else blank
+                pos = skip
+                continue
             nl = find(b"\n", pos)
             found = spans.get(pos)
             if found is None:
@@ -98,12 +133,17 @@ class LineStamps:
                 time = self.stamp(rest).time
                 if time is not None:
                     if same:
-                        return time
+                        wanted_time = time
+                        break
                     fallback = time
+                elif blank == pos:
+                    blank = size if nl < 0 else nl + 1
             if nl < 0:
                 break
             pos = nl + 1
-        return fallback
+            count += 1
+        self._note_blank(first, blank)
+        return wanted_time if wanted_time is not None else fallback
 
     def preceding_stamp(self, line: Line, wanted: Optional[StreamKey], limit: int = 200, want_any: bool = True,
                         after_any: int = 50) -> Optional[ParsedStamp]:
@@ -113,11 +153,20 @@ class LineStamps:
         buffer = line.buffer
         spans, rfind = self._spans_of(buffer), buffer.rfind
         fallback: Optional[ParsedStamp] = None
+        wanted_stamp: Optional[ParsedStamp] = None
         floor = max(0, line.start - LOOKBACK_BYTES)
         stop = line.start - 1
-        for count in range(limit):
+        blank = line.start  # the lines from blank up to the hit were read unstamped
+        count = 0
+        while count < limit:
             if stop <= floor or (fallback is not None and count > after_any):
                 break
+            skip = self._blank_above(stop + 1)
+            if skip is not None:  # lines known to have no stamp, as in next_time
+                count += buffer.count(b"\n", skip, stop + 1)
+                blank = skip if blank == stop + 1 else blank
+                stop = skip - 1
+                continue
             begin = rfind(b"\n", floor, stop) + 1
             if begin <= floor and floor > 0:
                 break  # the line runs past the look-back: not a whole line
@@ -130,10 +179,15 @@ class LineStamps:
                 stamp = self.stamp(rest)
                 if stamp.time is not None:
                     if same:
-                        return stamp
+                        wanted_stamp = stamp
+                        break
                     fallback = stamp
+                elif blank == stop + 1:
+                    blank = begin
             stop = begin - 1
-        return fallback
+            count += 1
+        self._note_blank(blank, line.start)
+        return wanted_stamp if wanted_stamp is not None else fallback
 
     def split(self, text: str) -> tuple[Optional[StreamKey], str]:
         """``stream_key`` of the line's rank prefix, and the line without it."""

@@ -3,6 +3,7 @@ line of the same rank is its time, the next stamped line of that rank its upper 
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timezone
 from typing import Optional
 
@@ -110,6 +111,44 @@ def test_a_shared_line_stamps_gives_the_same_times() -> None:
         stream = split_rank(LOG[index])[0]
         assert infer_time(line, stream, CTX, stamps=stamps) == infer_time(line, stream, CTX)
         assert next_time(line, stream, CTX, stamps) == next_time(line, stream, CTX)
+
+
+def _burst(seed: int) -> list[str]:
+    """A log whose stamped lines lie far apart among runs of unstamped ones of several ranks."""
+    pick = random.Random(seed)
+    lines = []
+    for index in range(400):
+        rank = pick.randrange(4)
+        if pick.random() < 0.02:
+            lines.append(f"[rank{rank}]: 2026-11-20T10:{index // 60 % 60:02d}:{index % 60:02d}Z step {index}")
+        else:
+            lines.append(f"[rank{rank}]: NCCL WARN NET/IB : Got completion from peer with status=12 ({index})")
+    return lines
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_unstamped_runs_it_remembers_change_no_answer(seed: int) -> None:
+    """The runs of unstamped lines one hit's walk read let the next hit's walk step over them: every answer is
+    the one a walk without that memory gives, whatever order the hits come in and whatever the limits."""
+    lines = _burst(seed)
+    buf = "\n".join(lines).encode()
+    starts = [0]
+    for text in lines:
+        starts.append(starts[-1] + len(text.encode()) + 1)
+    every = [Line(text=text, lineno=index + 1, offset=starts[index], _buf=buf, _start=starts[index],
+                  _end=starts[index] + len(text.encode())) for index, text in enumerate(lines)]
+    order = list(range(len(lines)))
+    random.Random(seed).shuffle(order)
+    for indexes in (range(len(lines)), order):
+        shared = LineStamps(CTX)
+        for index in indexes:
+            line, stream = every[index], split_rank(lines[index])[0]
+            for limit, want_any in ((200, True), (200, False), (7, True), (60, False)):
+                assert infer_time(line, stream, CTX, limit, want_any, shared) == \
+                    infer_time(line, stream, CTX, limit, want_any)
+            assert next_time(line, stream, CTX, shared) == next_time(line, stream, CTX)
+            assert shared.next_time(line, stream_key(stream), limit=9, after_any=3) == \
+                LineStamps(CTX).next_time(line, stream_key(stream), limit=9, after_any=3)
 
 
 def test_a_combined_log_takes_the_zone_every_job_node_names() -> None:
