@@ -375,7 +375,11 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
 @decoder("net_verbs_status")
 def decode_verbs_status(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Retry counters exceeded: nothing answered on the RDMA path (candidate); any other status follows a
-    failure elsewhere (cascade)."""
+    failure elsewhere (cascade). A provider that prints the status as a number (ionic's 'cqe with error 12')
+    is read by its name."""
+    status = _int(sym.fields.get("status"))
+    if status is not None:
+        sym.fields["status"], sym.fields["error"] = status, WC_STATUS_NAMES.get(status, f"status {status}")
     if "retry counter exceeded" in str(sym.fields.get("error", "")):
         _apply(sym, Verdict("candidate", "unknown", 35, "the RDMA peer or the path to it stopped answering "
                             "(a dead peer, a link, or a GID / RoCE setting that never worked)"))
