@@ -714,6 +714,16 @@ _AMD_UMC_ERRORS = re.compile(r"(?<!\d)[1-9]\d{0,5} (?:new )?uncorrectable hardwa
                              r"(?:umc|UMC) [Bb]lock")
 
 
+# the rule's own action (drain the node, check the GPU's RAS counters) is for the readings that blame the GPU
+_AMD_PAGE_FAULT_ACTIONS = ("debug the program's GPU memory accesses (a buffer out of bounds or already freed: "
+                           "rocgdb, the address sanitizer of ROCm); the same fault on another node confirms it is "
+                           "the code's",)
+_AMD_ENGINE_FAULT_ACTIONS = ("run the job again on another node, kernel or ROCm version: a fault of a copy engine or "
+                             "the firmware is the driver's as often as the program's buffers'",)
+_AMD_HANG_ACTIONS = ("see whether the ring timeout follows this GPU (other jobs, rocm-smi / amd-smi RAS counters: "
+                     "drain it then) or this program (the same hang on another node: a kernel that never ends)",)
+
+
 @decoder("amdgpu")
 def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Which amdgpu line it is: a GPU that cannot start or an uncorrectable RAS error is the GPU's; a ring
@@ -731,9 +741,12 @@ def decode_amdgpu(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
         client = _amd_fault_client(line)
         if client:
             sym.fields["client"] = client
-        apply_verdict(sym, AMD_ENGINE_FAULT if client and _AMD_ENGINE_CLIENTS.fullmatch(client) else KERNEL_BUG)
+        engine = bool(client and _AMD_ENGINE_CLIENTS.fullmatch(client))
+        apply_verdict(sym, AMD_ENGINE_FAULT if engine else KERNEL_BUG)
+        sym.actions = _AMD_ENGINE_FAULT_ACTIONS if engine else _AMD_PAGE_FAULT_ACTIONS
     elif "timeout" in error or "reset begin" in error:
         apply_verdict(sym, INDETERMINATE)
+        sym.actions = _AMD_HANG_ACTIONS
     else:
         apply_verdict(sym, AMD_CANNOT_START)
     pci = sym.fields.get("pci") or sym.fields.get("probed")
