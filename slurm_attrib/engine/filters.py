@@ -405,16 +405,20 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
                              "as the epilog recorded them): another job's or an idle one")
             count += 1
         elif mine is None and (by_index := ctx.bundle.allocated_by_index(sym.node)) is not None \
-                and sym.gpu not in by_index and _listed(ctx, sym) and not _gpu_error_in_output(ctx, sym.node) \
-                and not seen_pids.named(sym):
+                and sym.gpu not in by_index and _listed(ctx, sym) and not seen_pids.named(sym):
             # Slurm's indexes follow the device files, which nvidia-smi's order matches on most nodes but not all: a
             # GPU outside them is set aside only where it is still listed after the job (a GPU gone from the bus
-            # renumbers the rest), the job's output on that node shows no GPU error at all (a fault on a GPU the job
-            # used fails its CUDA calls), and the fault's process is none the job's output names
-            _to_context(sym, f"GPU {sym.gpu} is not among this job's GPUs on {sym.node} by index "
-                             f"({', '.join(sorted(by_index))}, nvidia-smi's numbering), and the job's output there "
-                             "shows no GPU error: another job's or an idle one")
-            count += 1
+            # renumbers the rest), the fault's process is none the job's output names, and either the job's output
+            # on that node shows no GPU error at all (a fault on a GPU the job used fails its CUDA calls) or it
+            # names the processes of its ranks there and the fault's is not one of them
+            quiet = not _gpu_error_in_output(ctx, sym.node)
+            if quiet or seen_pids.foreign(sym):
+                why = "shows no GPU error" if quiet else \
+                    "names its ranks' processes there (NCCL's host:pid:tid), and not the fault's"
+                _to_context(sym, f"GPU {sym.gpu} is not among this job's GPUs on {sym.node} by index "
+                                 f"({', '.join(sorted(by_index))}, nvidia-smi's numbering), and the job's output "
+                                 f"{why}: another job's or an idle one")
+                count += 1
     return count
 
 
@@ -433,18 +437,54 @@ class _PidsInOutput:
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
         self._found: dict[str, set[int]] = {}
+        self._ranks: dict[str, Optional[set[int]]] = {}
 
     def named(self, sym: Symptom) -> bool:
-        pid = sym.fields.get("pid")
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1 or not sym.node:
+        pid = _fault_pid(sym)
+        if pid is None or not sym.node:
             return False
         if sym.node not in self._found:
             self._found[sym.node] = self._scan(sym.node)
         return pid in self._found[sym.node]
 
+    def foreign(self, sym: Symptom) -> bool:
+        """Whether the faults on the symptom's GPU name processes (pid=) and the job's output on its node names the
+        processes of its ranks there (NCCL's 'host:pid:tid [dev]' prefix), none of them those: another job's fault.
+        A line the job's output forged can only set a fault aside here, never blame one."""
+        pids = {pid for s in self.ctx.active() if s.node == sym.node and s.gpu == sym.gpu
+                and (pid := _fault_pid(s)) is not None}
+        if not pids or not sym.node:
+            return False
+        if sym.node not in self._ranks:
+            self._ranks[sym.node] = self._rank_pids(sym.node, pids)
+        ranks = self._ranks[sym.node]
+        if not ranks:  # no rank's process named there, or a file that could not be read: nothing to compare
+            return False
+        if sym.node not in self._found:
+            self._found[sym.node] = self._scan(sym.node)
+        return not pids & (ranks | self._found[sym.node])
+
+    def _rank_pids(self, node: str, stop: set[int]) -> Optional[set[int]]:
+        """The pids NCCL's prefix gives the job's processes on ``node``, up to PID_SEARCH_BYTES of each file; None
+        when a file cannot be read. The search ends early on one of ``stop``."""
+        prefix = re.compile(rb"(?<![\w.-])" + re.escape(node.encode()) + rb"(?:\.[\w-]{1,63}){0,8}:(\d{1,9}):\d{1,9} "
+                            rb"\[\d{1,3}\]")
+        found: set[int] = set()
+        for bf in self.ctx.bundle.files:
+            if bf.source != SOURCE_APP or bf.node not in (node, None):
+                continue
+            try:
+                with open_evidence(bf.path) as handle:
+                    for match in prefix.finditer(handle.read(PID_SEARCH_BYTES)):
+                        found.add(int(match.group(1)))
+                        if found & stop:
+                            return found
+            except EVIDENCE_READ_ERRORS:
+                return None
+        return found
+
     def _scan(self, node: str) -> set[int]:
-        wanted = {pid for s in self.ctx.active() if s.node == node and s.gpu
-                  and isinstance(pid := s.fields.get("pid"), int) and not isinstance(pid, bool) and pid > 1}
+        wanted = {pid for s in self.ctx.active() if s.node == node and s.gpu and (pid := _fault_pid(s)) is not None}
         if not wanted:
             return set()
         token = re.compile(rb"(?<![\w.])(" + b"|".join(str(p).encode() for p in sorted(wanted)) + rb")(?![\w.])")
@@ -463,6 +503,12 @@ class _PidsInOutput:
 
 
 PID_SEARCH_BYTES = 64 << 20  # of each application file, for a fault's pid (bounded memory on a huge log)
+
+
+def _fault_pid(sym: Symptom) -> Optional[int]:
+    """The process a fault names (an Xid's pid=), or None for none or the kernel's own (0, 1)."""
+    pid = sym.fields.get("pid")
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 else None
 
 
 def _gpu_error_in_output(ctx: EngineContext, node: str) -> bool:
