@@ -743,10 +743,73 @@ def decode_memory_hw(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     severity, ghes, mce = (str(sym.fields.get(k, "")) for k in ("severity", "ghes", "mce"))
     if "page" in sym.fields or "mce_kill" in sym.fields or "uncorrected" in sym.fields:
         return _decode_memory_failure(sym)
+    if ghes and (pcie := _ghes_pcie_record(line)) is not None:
+        return _decode_ghes_pcie(ctx, sym, line, ghes, *pcie)
     if ghes == "recoverable":
         sym.strength = 40
     elif severity == "CE" or ghes in ("corrected", "info") or (mce and "Exception" not in mce):
         sym.role, sym.strength = "context", 0
+    return True
+
+
+# the sections of a firmware-first error record (drivers/firmware/efi/cper.c: cper_estatus_print_section,
+# cper_print_pcie) under the GHES header '{N}[Hardware Error]: event severity: ...', and the AER registers the
+# kernel prints for a PCIe section (drivers/pci/pcie/aer.c pci_print_aer: '<driver> <BDF>: AER: aer_status: 0x...,
+# aer_mask: 0x...')
+_GHES_RECORD = re.compile(r"\{(\d{1,6})\}\[Hardware Error\]:")
+_GHES_SECTION = re.compile(r"\{(?P<record>\d{1,6})\}\[Hardware Error\]:\s+"
+                           r"(?:section_type: (?P<section>[^\n]{1,60}?)\s*$"
+                           r"|device_id: (?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s*$"
+                           r"|vendor_id: 0x(?P<vendor>[0-9a-fA-F]{4}), device_id: 0x[0-9a-fA-F]{4})")
+_APEI_AER = re.compile(r"(?:(?P<driver>[\w-]{1,64}) )?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
+                       r"(?:AER: )?aer_status: 0x[0-9a-fA-F]{8}")
+_GHES_AER_SEVERITY = {"fatal": "Uncorrected (Fatal)", "recoverable": "Uncorrected (Non-Fatal)",
+                      "corrected": "Corrected", "info": "Corrected"}
+
+
+def _ghes_pcie_record(line: Line) -> Optional[tuple[str, str, str]]:
+    """(device, vendor id, driver) of the PCIe section of the GHES record this header opens, from the record's own
+    lines and the AER registers printed after it by the same writer; None for a record of another section (memory,
+    processor) or one whose section the lines do not give."""
+    opened = _GHES_RECORD.search(line.text)
+    record = opened.group(1) if opened else None
+    section = device = vendor = driver = ""
+    for text in line.iter_following(40):
+        if not _same_writer(line.text, text):
+            continue
+        if "event severity: " in text:
+            break  # the next record
+        found = _GHES_SECTION.search(text)
+        if found is not None and record in (None, found["record"]):
+            section = section or (found["section"] or "")
+            device = device or (found["device"] or "")
+            vendor = vendor or (found["vendor"] or "")
+            continue
+        aer = _APEI_AER.search(text)
+        if aer is not None and device and aer["device"].lower() == device.lower():
+            driver = aer["driver"] or ""
+            break
+    if section.lower() != "pcie error" or not device:
+        return None
+    return device.lower(), vendor.lower(), driver
+
+
+def _decode_ghes_pcie(ctx: EngineContext, sym: Symptom, line: Line, ghes: str, device: str, vendor: str,
+                      driver: str) -> bool:
+    """A firmware-first record of a PCIe error (section_type: PCIe error) is the device's AER error, not the host's
+    memory: read as kernel.pcie_aer reads the native report, the device's driver (or NVIDIA's vendor id) saying
+    whose it is."""
+    severity = _GHES_AER_SEVERITY.get(ghes, ghes)
+    sym.kind, sym.category, sym.strength = "pcie_aer", "gpu_hardware", 70
+    sym.fields.update(device=device, severity=severity, section="PCIe error")
+    if driver or vendor == "10de":
+        sym.fields["driver"] = driver or "nvidia"
+    if vendor:
+        sym.fields["vendor_id"] = f"0x{vendor}"
+    sym.actions = ("check the PCIe slot, riser and GPU seating; run the vendor's field diagnostics",)
+    decode_aer(ctx, sym, line, {})
+    owner = sym.fields.get("driver") or (f"vendor 0x{vendor}" if vendor else "no driver named")
+    sym.summary = f"pcie aer {severity} error on {device} ({owner}), reported by the firmware (GHES)"[:300]
     return True
 
 
