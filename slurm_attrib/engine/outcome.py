@@ -8,8 +8,10 @@ from typing import Optional
 
 from ..bundle import KERNEL_ORIGINS, TRUSTED_KERNEL_ORIGINS
 from ..errors import RuleError
-from ..model import SOURCE_APP, SOURCE_KERNEL, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom, iso
+from ..model import SOURCE_APP, SOURCE_KERNEL, SOURCE_METRICS, TRUST_KERNEL, TRUST_UNVERIFIED, Symptom, iso
+from ..nvidia.snapshot import GpuMemoryState, gpu_memory_states
 from ..ruleset import Rule
+from ..safeio import read_regular
 from .context import EngineContext, Outcome
 from .extract import HOST_REFUSAL, REFUSED_AS_EVIDENCE
 from .filters import matches_when
@@ -259,7 +261,8 @@ def _node_failure(ctx: EngineContext, rule_: Rule, leader: Optional[Symptom]) ->
     leader = _trusted_fault_over(ctx, owner, leader) or leader
     unplaced = leader is not None and leader.kind in str_list(owner, "unplaced_kinds")
     if not culprits and leader and leader.responsible == "infrastructure" and leader.node and not unplaced:
-        if _unbacked_app_claim(ctx, leader) or _unverified_kernel_claim(ctx, leader):
+        if _unbacked_app_claim(ctx, leader) or _unverified_kernel_claim(ctx, leader) \
+                or _snapshot_clears_memory(ctx, leader):
             # the same words that name no node in a job that failed (the job's own print, a line any local user
             # can write) name none when Slurm lost a node: which one it lost they do not say
             ctx.outcome.annotations.append(f"{_describe(leader)}: only words a user can write say so, and nothing "
@@ -369,6 +372,11 @@ def root_cause(ctx: EngineContext, rule_: Rule) -> int:
             part = "GPU" if root.category in _GPU_CATEGORIES else "network adapter"
             notes.append(f"only the application's output says {root.node}'s {part} failed, and that node's own "
                          f"kernel log, collected for the job, holds no {part} error: the node is not named")
+        elif culprits and _snapshot_clears_memory(ctx, root):
+            culprits = []
+            notes.append(f"only the application's output says {root.node}'s GPU memory failed, and the node's GPU "
+                         "snapshot taken after the job counts no uncorrectable ECC error since the driver loaded and "
+                         "no row remap or page retirement waiting: the node is not named")
         elif culprits and _unverified_kernel_claim(ctx, root):
             # the fault may be the kernel's or a user's forgery: the evidence does not decide, and names nobody
             return _decide(ctx, rule_, status="ambiguous", category=root.category, responsible=root.responsible,
@@ -454,6 +462,32 @@ def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
                    and (s.gpu is None or allocated is None or s.gpu in allocated)
                    and (s.gpu is None or root.gpu is None or s.gpu == root.gpu)
                    and not forgeable(s) for s in ctx.symptoms)
+
+
+def _snapshot_clears_memory(ctx: EngineContext, root: Symptom) -> bool:
+    """A GPU memory fault only the job's output reports (an 'uncorrectable ECC error encountered' any rank can print)
+    on a node whose GPU snapshot (metrics/NODE.xml, ``nvidia-smi -q -x`` taken by the epilog after the job) shows the
+    GPU the claim names, else the job's GPUs there, else every GPU it lists, with no uncorrectable ECC error counted
+    since the driver loaded and no row remap or page retirement waiting: an uncorrectable error the GPU met would be
+    counted there. A GPU the snapshot does not list or shows no count for (ECC off, N/A) clears nothing."""
+    if root.category != "gpu_memory" or not root.node or any(e.source != SOURCE_APP for e in root.evidence):
+        return False
+    states: dict[str, GpuMemoryState] = {}
+    for bf in ctx.bundle.files:
+        if bf.source != SOURCE_METRICS or bf.node != root.node or not bf.rel.endswith(".xml"):
+            continue
+        try:
+            states.update(gpu_memory_states(read_regular(bf.path, SNAPSHOT_BYTES).decode("utf-8", "replace")))
+        except (OSError, ValueError):
+            return False
+    if not states:
+        return False
+    allocated = ctx.bundle.allocated_gpus(root.node) or ctx.bundle.allocated_by_index(root.node)
+    wanted = [root.gpu] if root.gpu else sorted(allocated) if allocated else sorted(states)
+    return all(gpu in states and states[gpu].clean for gpu in wanted)
+
+
+SNAPSHOT_BYTES = 16 << 20  # an nvidia-smi -q -x of 8 GPUs is ~0.5 MB; its process lists are the rest
 
 
 def _corrected(sym: Symptom) -> bool:
