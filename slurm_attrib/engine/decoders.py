@@ -45,6 +45,34 @@ def _apply(sym: Symptom, assessment: XidAssessment) -> None:
         sym.fields["readings"] = list(assessment.readings)
 
 
+# a fatal error block's message that names the GPU, the communication layer or memory: the rules that read those
+# words judge it (the lines stay theirs to read)
+_DEFERRED_MESSAGE = re.compile(r"CUDA|[Cc]uda|HIP|\bhip[A-Z]|GPU|[Dd]evice|illegal memory|NCCL|ECC|[Mm]emory|[Aa]lloc")
+
+
+@decoder("message_below")
+def decode_message_below(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A bare heading ('Fatal error:' in GROMACS's block) whose message is on the lines below it, each under the same
+    rank prefix as the heading, up to the blank or dashed line that ends it: the message is the symptom's; none, no
+    symptom. One that names the GPU, the communication layer or memory makes the heading context."""
+    stream = stream_key(extra.get("stream"))
+    parts: list[str] = []
+    for text in line.iter_following(6):
+        prefix, rest = split_rank(text)
+        rest = rest.strip()
+        if stream_key(prefix) != stream or not rest or set(rest) <= set("-="):
+            break
+        parts.append(rest)
+    message = " ".join(parts)[:240]
+    if not message:
+        return False
+    sym.fields["message"] = message
+    if _DEFERRED_MESSAGE.search(message):
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("the message names the GPU, the communication layer or memory: read by their rules")
+    return True
+
+
 @decoder("nvidia_xid")
 def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     event = parse_xid(extra["text"])
