@@ -58,3 +58,18 @@ def decode_eviction(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     elif "The node had condition:" in text:
         sym.role, sym.strength = "context", 0
     return True
+
+
+# the device plugin's own words inside the kubelet's admission message: a GPU's (NVIDIA's plugin, NVML, the
+# nvidia.com/gpu resource), else another device plugin's (an RDMA or SR-IOV NIC, a FPGA): the node's either way
+_GPU_DEVICE = re.compile(r"nvidia\.com/|\bnvml\b|\bNVML\b|\bGPU\b|device link information|\bamd\.com/gpu")
+
+
+@decoder("k8s_admission")
+def decode_admission(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """The kubelet refused the pod because its device manager could not allocate the devices the scheduler had
+    counted on: a GPU the device plugin cannot use (lost, unhealthy after an Xid, NVML failing) is the GPU's; any
+    other device plugin's refusal is the node's."""
+    if _GPU_DEVICE.search(str(sym.fields.get("message") or "")):
+        sym.category = "gpu_hardware"
+    return True
