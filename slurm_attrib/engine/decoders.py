@@ -262,6 +262,10 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
         # file system that returned zeros or a short read; alone, both readings
         sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
         sym.fields["readings"] = ["storage", "application"]
+    flat = _FLAT_FRAME.search(extra["text"])
+    if flat is not None:  # a traceback whose line breaks a paste lost: its innermost frame is on the exception's line
+        sym.fields["location"] = flat.group(0).strip()[:200]
+        return True
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
         if stream_key(prefix) == stream and _opens_traceback(rest):
@@ -281,6 +285,10 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
     sym.fields["traceback_seen"] = False
     sym.strength = min(sym.strength, 40)
     return True
+
+
+# a traceback's frame on the exception's own line (app.python_exception's flattened branch)
+_FLAT_FRAME = re.compile(r'(?:File ")?[^"\n]{1,400}\.py", line \d{1,7}, in \S{1,200}')
 
 
 # the frame of torch.multiprocessing's join() that re-raises a spawned child's failure in the parent
@@ -413,6 +421,7 @@ def decode_torchrun(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
 _FRAMEWORK_EXCEPTION = re.compile(r"^(?:c10|torch|at|caffe2|gloo|nccl|ucc|netCDF|H5)::|DistBackendError|NCCL",
                                   re.IGNORECASE)
 _WHAT = re.compile(r"(?:^|\s)what\(\):\s+(.*)")
+_TERMINATE_HEADING = re.compile(r"terminate called after throwing|terminat(?:ing|e) (?:due to|with) uncaught exception")
 # what ProcessGroupNCCL prints just before its watchdog throws (PyTorch 1.x-2.0: std::runtime_error, whose what()
 # a paste or a cut log may lack)
 _WATCHDOG_WORDS = re.compile(r"Watchdog caught collective operation timeout|Some NCCL operations have failed|"
@@ -468,6 +477,14 @@ def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: di
 
     exception = str(sym.fields.get("exception", "")).strip()
     message = str(sym.fields.get("message", "") or "")
+    if not exception:
+        # the handler's 'what():' line alone (a paste that kept only it, or output that dropped the line before):
+        # the heading of the same stream just above reads it when it is there
+        stream = stream_key(extra.get("stream"))
+        if any(_TERMINATE_HEADING.search(text) and stream_key(split_rank(text)[0]) == stream
+               for text in line.preceding(3)):
+            return False
+        exception = "(type not printed)"
     inline = _WHAT.search(extra["text"])  # a pasted log that lost its line breaks
     if inline is not None:
         message = sym.fields["message"] = inline.group(1).strip()[:300]
