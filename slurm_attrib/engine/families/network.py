@@ -548,20 +548,22 @@ _NETWORK_LAST_ERROR = re.compile(r"(?i)Last (?:NCCL warning\(error\)|error):.*(?
 # and TensorFlow print from a build against a mismatched NCCL ('ncclAllReduce failed: invalid data type')
 _OLD_USAGE = ("invalid data type", "invalid reduction operation", "parameter mismatch between ranks",
               "invalid device pointer", "invalid device index", "lib wrapper not initialized")
+# ncclGetErrorString's words for the caller's mistakes: ncclInvalidUsage and ncclInvalidArgument (a rank, count,
+# pointer or type NCCL refuses; a CUDA failure inside NCCL is 'unhandled cuda error' instead)
+_USAGE_RESULTS = ("invalid usage", "ncclinvalidusage", "invalid argument", "ncclinvalidargument", *_OLD_USAGE)
 
 
 @decoder("net_nccl_result")
 def decode_nccl_result(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    """ncclInvalidUsage ('invalid usage', and before NCCL 2.4 its particular texts: 'invalid data type', ...) is
-    NCCL rejecting how it was called (duplicate GPUs per rank, mismatched communicator setup, a build against
-    another NCCL): a weak application candidate, unless the same line quotes NCCL's
-    last warning naming a network/bootstrap problem, which the network rules judge. Every other result
-    stays a cascade."""
+    """ncclInvalidUsage ('invalid usage', and before NCCL 2.4 its particular texts: 'invalid data type', ...) and
+    ncclInvalidArgument ('invalid argument') are NCCL rejecting how it was called (duplicate GPUs per rank,
+    mismatched communicator setup, a rank or count out of range, a build against another NCCL): a weak application
+    candidate, unless the same line quotes NCCL's last warning naming a network/bootstrap problem, which the
+    network rules judge. Every other result stays a cascade."""
     reason = " ".join(str(sym.fields.get(k, "")) for k in ("reason", "result", "call_reason")).lower()
-    if ("invalid usage" in reason or "ncclinvalidusage" in reason or any(text in reason for text in _OLD_USAGE)) \
-            and not _NETWORK_LAST_ERROR.search(extra["text"]):
-        _apply(sym, Verdict("candidate", "workload", 35, "NCCL rejected how it was called (ncclInvalidUsage)",
-                            category="application"))
+    if any(text in reason for text in _USAGE_RESULTS) and not _NETWORK_LAST_ERROR.search(extra["text"]):
+        _apply(sym, Verdict("candidate", "workload", 35, "NCCL rejected how it was called (ncclInvalidUsage, "
+                            "ncclInvalidArgument)", category="application"))
     return True
 
 
