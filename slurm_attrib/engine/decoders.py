@@ -45,9 +45,13 @@ def _apply(sym: Symptom, assessment: XidAssessment) -> None:
         sym.fields["readings"] = list(assessment.readings)
 
 
-# a fatal error block's message that names the GPU, the communication layer or memory: the rules that read those
-# words judge it (the lines stay theirs to read)
-_DEFERRED_MESSAGE = re.compile(r"CUDA|[Cc]uda|HIP|\bhip[A-Z]|GPU|[Dd]evice|illegal memory|NCCL|ECC|[Mm]emory|[Aa]lloc")
+# a fatal error block's message that is a failed GPU, communication or memory call ('Asynchronous H2D copy failed:
+# an illegal memory access', 'cudaStreamSynchronize failed', 'Not enough memory'): the rules that read those words
+# judge it (the lines stay theirs to read); a message that only names GPUs in a setting of the run ('mismatching
+# number of PP MPI processes and GPUs per node') is the run's
+_DEFERRED_MESSAGE = re.compile(r"(?i)\bcuda\w*(?: error|Error| failure|_ERROR)|\bcuda\w* (?:call )?failed|\bhip\w*error"
+                               r"|illegal (?:memory|address)|out of memory|not enough memory|failed to (?:re)?alloc"
+                               r"|cannot allocate|\bNCCL\b|\bECC\b|device-side|copy failed|launch failure")
 
 
 @decoder("message_below")
@@ -818,20 +822,21 @@ _GHES_RECORD = re.compile(r"\{(\d{1,6})\}\[Hardware Error\]:")
 _GHES_SECTION = re.compile(r"\{(?P<record>\d{1,6})\}\[Hardware Error\]:\s+"
                            r"(?:section_type: (?P<section>[^\n]{1,60}?)\s*$"
                            r"|device_id: (?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s*$"
-                           r"|vendor_id: 0x(?P<vendor>[0-9a-fA-F]{4}), device_id: 0x[0-9a-fA-F]{4})")
+                           r"|vendor_id: 0x(?P<vendor>[0-9a-fA-F]{4}), device_id: 0x[0-9a-fA-F]{4}"
+                           r"|class_code: (?P<class>[0-9a-fA-F]{6})\s*$)")
 _APEI_AER = re.compile(r"(?:(?P<driver>[\w-]{1,64}) )?(?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
                        r"(?:AER: )?aer_status: 0x[0-9a-fA-F]{8}")
 _GHES_AER_SEVERITY = {"fatal": "Uncorrected (Fatal)", "recoverable": "Uncorrected (Non-Fatal)",
                       "corrected": "Corrected", "info": "Corrected"}
 
 
-def _ghes_pcie_record(line: Line) -> Optional[tuple[str, str, str]]:
-    """(device, vendor id, driver) of the PCIe section of the GHES record this header opens, from the record's own
-    lines and the AER registers printed after it by the same writer; None for a record of another section (memory,
-    processor) or one whose section the lines do not give."""
+def _ghes_pcie_record(line: Line) -> Optional[tuple[str, str, str, str]]:
+    """(device, vendor id, PCI class code, driver) of the PCIe section of the GHES record this header opens, from
+    the record's own lines and the AER registers printed after it by the same writer; None for a record of another
+    section (memory, processor) or one whose section the lines do not give."""
     opened = _GHES_RECORD.search(line.text)
     record = opened.group(1) if opened else None
-    section = device = vendor = driver = ""
+    section = device = vendor = driver = klass = ""
     for text in line.iter_following(40):
         if not _same_writer(line.text, text):
             continue
@@ -842,6 +847,7 @@ def _ghes_pcie_record(line: Line) -> Optional[tuple[str, str, str]]:
             section = section or (found["section"] or "")
             device = device or (found["device"] or "")
             vendor = vendor or (found["vendor"] or "")
+            klass = klass or (found["class"] or "")
             continue
         aer = _APEI_AER.search(text)
         if aer is not None and device and aer["device"].lower() == device.lower():
@@ -849,17 +855,29 @@ def _ghes_pcie_record(line: Line) -> Optional[tuple[str, str, str]]:
             break
     if section.lower() != "pcie error" or not device:
         return None
-    return device.lower(), vendor.lower(), driver
+    return device.lower(), vendor.lower(), klass.lower(), driver
+
+
+# the PCI base classes (the record's class_code, its first two digits) of devices a driver-less record names, as the
+# driver would: a network or InfiniBand controller (02, 0c06), a storage controller (01); a display or 3D controller
+# (03: the GPU) and anything else stay the GPU's, as for the root port's own report
+_CLASS_DRIVER = {"02": "mlx5_core", "0c06": "mlx5_core", "01": "nvme"}
+# vendors that make network adapters only, for a record without its class: Mellanox / NVIDIA Networking (ConnectX,
+# BlueField), AMD Pensando
+_NIC_VENDORS = {"15b3": "mlx5_core", "1dd8": "ionic"}
 
 
 def _decode_ghes_pcie(ctx: EngineContext, sym: Symptom, line: Line, ghes: str, device: str, vendor: str,
-                      driver: str) -> bool:
+                      klass: str, driver: str) -> bool:
     """A firmware-first record of a PCIe error (section_type: PCIe error) is the device's AER error, not the host's
-    memory: read as kernel.pcie_aer reads the native report, the device's driver (or NVIDIA's vendor id) saying
-    whose it is."""
+    memory: read as kernel.pcie_aer reads the native report, the device's driver saying whose it is, else its PCI
+    class (a network or storage controller) or NVIDIA's vendor id."""
     severity = _GHES_AER_SEVERITY.get(ghes, ghes)
     sym.kind, sym.category, sym.strength = "pcie_aer", "gpu_hardware", 70
     sym.fields.update(device=device, severity=severity, section="PCIe error")
+    if klass:
+        sym.fields["class_code"] = klass
+    driver = driver or _CLASS_DRIVER.get(klass[:4], _CLASS_DRIVER.get(klass[:2], "")) or _NIC_VENDORS.get(vendor, "")
     if driver or vendor == "10de":
         sym.fields["driver"] = driver or "nvidia"
     if vendor:

@@ -412,7 +412,8 @@ def gpu_outside_allocation(ctx: EngineContext, rule_: Rule) -> int:
             # on that node shows no GPU error at all (a fault on a GPU the job used fails its CUDA calls) or it
             # names the processes of its ranks there and the fault's is not one of them
             quiet = not _gpu_error_in_output(ctx, sym.node)
-            if quiet or seen_pids.foreign(sym):
+            processes = max(len(ctx.job.node_ranks(sym.node)), len(by_index))
+            if quiet or seen_pids.foreign(sym, processes):
                 why = "shows no GPU error" if quiet else \
                     "names its ranks' processes there (NCCL's host:pid:tid), and not the fault's"
                 _to_context(sym, f"GPU {sym.gpu} is not among this job's GPUs on {sym.node} by index "
@@ -437,7 +438,7 @@ class _PidsInOutput:
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
         self._found: dict[str, set[int]] = {}
-        self._ranks: dict[str, Optional[set[int]]] = {}
+        self._ranks: dict[str, Optional[tuple[set[int], set[int]]]] = {}
 
     def named(self, sym: Symptom) -> bool:
         pid = _fault_pid(sym)
@@ -447,29 +448,36 @@ class _PidsInOutput:
             self._found[sym.node] = self._scan(sym.node)
         return pid in self._found[sym.node]
 
-    def foreign(self, sym: Symptom) -> bool:
+    def foreign(self, sym: Symptom, processes: int) -> bool:
         """Whether the faults on the symptom's GPU name processes (pid=) and the job's output on its node names the
-        processes of its ranks there (NCCL's 'host:pid:tid [dev]' prefix), none of them those: another job's fault.
-        A line the job's output forged can only set a fault aside here, never blame one."""
+        processes of all its ``processes`` ranks there (NCCL's 'host:pid:tid [dev]' prefix: every rank printed one),
+        none of them those, and no line of them names the fault's GPU (NCCL's 'busId 8a000': in a PID namespace the
+        prefix's pids are the container's, the Xid's the host's): another job's fault. A line the job's output
+        forged can only set a fault aside here, never blame one."""
         pids = {pid for s in self.ctx.active() if s.node == sym.node and s.gpu == sym.gpu
                 and (pid := _fault_pid(s)) is not None}
-        if not pids or not sym.node:
+        if not pids or not sym.node or not sym.gpu or processes < 1:
             return False
         if sym.node not in self._ranks:
             self._ranks[sym.node] = self._rank_pids(sym.node, pids)
-        ranks = self._ranks[sym.node]
-        if not ranks:  # no rank's process named there, or a file that could not be read: nothing to compare
+        seen = self._ranks[sym.node]
+        if seen is None:  # a file that could not be read: nothing to compare
             return False
+        ranks, buses = seen
+        if len(ranks) < processes or _nccl_bus_id(sym.gpu) in buses:
+            return False  # a rank that printed no prefix may be the fault's process; or NCCL named the GPU
         if sym.node not in self._found:
             self._found[sym.node] = self._scan(sym.node)
         return not pids & (ranks | self._found[sym.node])
 
-    def _rank_pids(self, node: str, stop: set[int]) -> Optional[set[int]]:
-        """The pids NCCL's prefix gives the job's processes on ``node``, up to PID_SEARCH_BYTES of each file; None
-        when a file cannot be read. The search ends early on one of ``stop``."""
+    def _rank_pids(self, node: str, stop: set[int]) -> Optional[tuple[set[int], set[int]]]:
+        """The pids NCCL's prefix gives the job's processes on ``node`` and the bus ids its lines name (an init
+        line's 'busId 8a000'), up to PID_SEARCH_BYTES of each file; None when a file cannot be read. The search
+        ends early on one of ``stop``."""
         prefix = re.compile(rb"(?<![\w.-])" + re.escape(node.encode()) + rb"(?:\.[\w-]{1,63}){0,8}:(\d{1,9}):\d{1,9} "
-                            rb"\[\d{1,3}\]")
+                            rb"\[\d{1,3}\](?:[^\n]{0,300}?\bbusId ([0-9a-fA-F]{1,12})\b)?")
         found: set[int] = set()
+        buses: set[int] = set()
         for bf in self.ctx.bundle.files:
             if bf.source != SOURCE_APP or bf.node not in (node, None):
                 continue
@@ -477,11 +485,13 @@ class _PidsInOutput:
                 with open_evidence(bf.path) as handle:
                     for match in prefix.finditer(handle.read(PID_SEARCH_BYTES)):
                         found.add(int(match.group(1)))
+                        if match.group(2):
+                            buses.add(int(match.group(2), 16))
                         if found & stop:
-                            return found
+                            return found, buses
             except EVIDENCE_READ_ERRORS:
                 return None
-        return found
+        return found, buses
 
     def _scan(self, node: str) -> set[int]:
         wanted = {pid for s in self.ctx.active() if s.node == node and s.gpu and (pid := _fault_pid(s)) is not None}
@@ -503,6 +513,12 @@ class _PidsInOutput:
 
 
 PID_SEARCH_BYTES = 64 << 20  # of each application file, for a fault's pid (bounded memory on a huge log)
+
+
+def _nccl_bus_id(pci: str) -> int:
+    """NCCL's 'busId' of a PCI address: the hex digits of '0000:8a:00.0' as one number (0x8a000)."""
+    digits = re.sub(r"[^0-9a-fA-F]", "", pci if "." in pci else f"{pci}.0")
+    return int(digits, 16) if digits else -1
 
 
 def _fault_pid(sym: Symptom) -> Optional[int]:

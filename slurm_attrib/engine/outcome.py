@@ -438,20 +438,21 @@ _GPU_CATEGORIES = ("gpu_hardware", "gpu_memory", "nvlink")
 
 def _unbacked_app_claim(ctx: EngineContext, root: Symptom) -> bool:
     """A GPU or adapter fault only the job's own output reports (its text is the user's to write: a printed
-    line, a forged rank prefix or host prefix) on a node whose kernel log the epilog collected (a trusted origin,
-    or the node's syslog file read whole: :func:`_whole_syslog_file`) and that shows no fault of
-    that kind of its own, within the window or not. Only a fault that could have been the job's backs the claim: one
-    still kept (not a line from days before), not about a GPU the job was not given or another than the claim names,
-    a candidate of any GPU kind, or a record about a GPU of the claim's own kind (an Xid 63 row remap is context, and
-    still says the GPU's memory failed) that is not of an error the hardware corrected (a corrected AER on the GPU's
-    link backs no printed ECC error), and not a line any local user can write (``logger -t kernel``): a user who
-    prints the error and forges or finds such a line names nobody by it."""
+    line, a forged rank prefix or host prefix) on a node whose kernel log the epilog collected (a trusted origin its
+    record says was read, not failed or cut; or the node's syslog file read whole: :func:`_whole_syslog_file`) and
+    that shows no fault of that kind of its own, within the window or not. Only a fault that could have been the
+    job's backs the claim: one still kept (not a line from days before), not about a GPU the job was not given or
+    another than the claim names, a candidate of any GPU kind, or a record about a GPU of the claim's own kind (an
+    Xid 63 row remap is context, and still says the GPU's memory failed) that is not of an error the hardware
+    corrected (a corrected AER on the GPU's link backs no printed ECC error), and not a line any local user can
+    write (``logger -t kernel``): a user who prints the error and forges or finds such a line names nobody by it."""
     kinds = _GPU_CATEGORIES if root.category in _GPU_CATEGORIES else (root.category,)
     if root.category not in (*_GPU_CATEGORIES, "network") or not root.node \
             or any(e.source != SOURCE_APP for e in root.evidence):
         return False
     origin = ctx.bundle.kernel_origin(root.node)
-    if origin not in TRUSTED_KERNEL_ORIGINS and not _whole_syslog_file(ctx, root.node, origin):
+    collected = origin in TRUSTED_KERNEL_ORIGINS and root.node in ctx.bundle.kernel_uncut  # read, not failed or cut
+    if not collected and not _whole_syslog_file(ctx, root.node, origin):
         return False
     # a GPU outside the job's (by UUID, or else likely so by index) backs no claim of the job's
     allocated = ctx.bundle.allocated_gpus(root.node) or ctx.bundle.allocated_by_index(root.node)
@@ -469,15 +470,21 @@ def _snapshot_clears_memory(ctx: EngineContext, root: Symptom) -> bool:
     on a node whose GPU snapshot (metrics/NODE.xml, ``nvidia-smi -q -x`` taken by the epilog after the job) shows the
     GPU the claim names, else the job's GPUs there, else every GPU it lists, with no uncorrectable ECC error counted
     since the driver loaded and no row remap or page retirement waiting: an uncorrectable error the GPU met would be
-    counted there. A GPU the snapshot does not list or shows no count for (ECC off, N/A) clears nothing."""
+    counted there. A GPU the snapshot does not list or shows no count for (ECC off, N/A), one whose lifetime records
+    show an uncorrectable error ever (a reset since zeroes the volatile counts), and a node that booted after the
+    job began clear nothing."""
     if root.category != "gpu_memory" or not root.node or any(e.source != SOURCE_APP for e in root.evidence):
         return False
+    facts = ctx.bundle.facts_for(root.node)
+    boot, start = (facts.boot_time if facts else None), ctx.job.start
+    if boot is not None and start is not None and boot > start:
+        return False  # the node booted after the job began: the volatile counts do not reach back to it
     states: dict[str, GpuMemoryState] = {}
     for bf in ctx.bundle.files:
         if bf.source != SOURCE_METRICS or bf.node != root.node or not bf.rel.endswith(".xml"):
             continue
         try:
-            states.update(gpu_memory_states(read_regular(bf.path, SNAPSHOT_BYTES).decode("utf-8", "replace")))
+            states.update(gpu_memory_states(read_regular(bf.path, SNAPSHOT_BYTES)))
         except (OSError, ValueError):
             return False
     if not states:
