@@ -230,16 +230,35 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     if not hardware:
         return 0
     max_gap_s = float(rule_.params.get("max_gap_s", 300))
+    killed = {pid: cause for cause in hardware if (pid := _killed_pid(cause)) is not None}
     count = 0
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
             continue
-        cause = _hardware_before(ctx, hardware, sym, max_gap_s, lost)
+        named = _APP_PID.search(sym.evidence[0].raw) if killed else None
+        cause = killed.get(int(named.group(1) or named.group(2))) if named else None
+        cause = cause or _hardware_before(ctx, hardware, sym, max_gap_s, lost)
         if cause is not None:
             sym.role, sym.supports = "cascade", cause.id
             sym.notes.append(f"explained by {cause.kind} on {cause.node} ({cause.id})")
             count += 1
     return count
+
+
+# the process the kernel killed for a hardware memory error it could not recover (mm/memory-failure.c kill_proc:
+# 'Memory failure: 0x1f3a2c: Sending SIGBUS to python:88412 due to hardware memory corruption', 4.x 'Killing ...';
+# arch/x86 'MCE: Killing python:88412 due to hardware memory corruption fault at ...'), and the same process as the
+# job's launcher reports its end ('Signal 7 (SIGBUS) received by PID 88412', '(pid: 88412)'): wherever the launcher's
+# line is, that error is the memory's
+_KILLED = re.compile(r"(?:Sending SIGBUS to|Killing) [^\s:]{1,64}:(\d{1,9}) due to hardware memory corruption")
+_APP_PID = re.compile(r"\bSIG(?:BUS|KILL)\)? received by PID (\d{1,9})\b|\bexitcode\s*:\s*-(?:7|9) \(pid: (\d{1,9})\)")
+
+
+def _killed_pid(cause: Symptom) -> Optional[int]:
+    """The pid a kernel memory-failure line says it killed, or None."""
+    text = str(cause.fields.get("sigbus") or cause.fields.get("mce_kill") or "")
+    found = _KILLED.search(text)
+    return int(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
