@@ -266,9 +266,15 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
         # file system that returned zeros or a short read; alone, both readings
         sym.category, sym.responsible, sym.strength = "unknown", "unknown", 40
         sym.fields["readings"] = ["storage", "application"]
-    flat = _FLAT_FRAME.search(extra["text"])
-    if flat is not None:  # a traceback whose line breaks a paste lost: its innermost frame is on the exception's line
-        sym.fields["location"] = flat.group(0).strip()[:200]
+    text = extra["text"]
+    raised = text.find(f"{sym.fields.get('exception', '')}: ")
+    flat = list(_FLAT_FRAME.finditer(text, 0, raised)) if raised > 0 and text[:raised].strip() else []
+    if flat:  # a traceback whose line breaks a paste lost: the frames precede the exception on its line
+        location = flat[-1].group(0).strip()  # the innermost, printed last
+        sym.fields["location"] = location[:200]
+        if _SPAWN_WRAPPER.search(location):
+            sym.role, sym.strength = "cascade", 0
+            sym.notes.append("raised by torch.multiprocessing.spawn for a child process that failed")
         return True
     for count, previous in enumerate(line.preceding(400)):
         prefix, rest = split_rank(previous)
@@ -292,7 +298,7 @@ def decode_traceback(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[s
 
 
 # a traceback's frame on the exception's own line (app.python_exception's flattened branch)
-_FLAT_FRAME = re.compile(r'(?:File ")?[^"\n]{1,400}\.py", line \d{1,7}, in \S{1,200}')
+_FLAT_FRAME = re.compile(r'(?:File "[^"\n]{1,400}|(?<!\S)[^"\s]{1,400})\.py", line \d{1,7}, in \S{1,200}')
 
 
 # the frame of torch.multiprocessing's join() that re-raises a spawned child's failure in the parent
@@ -486,7 +492,7 @@ def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: di
         # the heading of the same stream just above reads it when it is there
         stream = stream_key(extra.get("stream"))
         if any(_TERMINATE_HEADING.search(text) and stream_key(split_rank(text)[0]) == stream
-               for text in line.preceding(3)):
+               for text in line.preceding(6)):
             return False
         exception = "(type not printed)"
     inline = _WHAT.search(extra["text"])  # a pasted log that lost its line breaks
@@ -494,7 +500,7 @@ def decode_cxx_exception(ctx: EngineContext, sym: Symptom, line: Line, extra: di
         message = sym.fields["message"] = inline.group(1).strip()[:300]
     if not message:
         stream = stream_key(extra.get("stream"))
-        for text in line.following(3):
+        for text in line.following(6):
             prefix, rest = split_rank(text)
             what = _WHAT.match(rest.lstrip())
             if what is not None and stream_key(prefix) == stream:
@@ -769,6 +775,10 @@ _CHECK_DEGRADED = re.compile(r"(?i)\bis less than \d|\bexpected\s*>=?\s*\d|\bbut
                              r"\b(?:below|lower than) (?:the )?(?:threshold|expected)|\bnvlinks? (?:are |is )?inactive")
 
 
+# ... but a path measured at nothing, or every link of a GPU inactive, is a dead part, not a slow one
+_CHECK_DEAD = re.compile(r"(?i)\bmeasured 0(?:\.0+)?\b|\b(?:bandwidth|bw) 0(?:\.0+)? is less than\b|\ball nvlinks?\b")
+
+
 @decoder("health_check")
 def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A failed health check is its node's fault of the kind its check names; a runner that prefixes each host
@@ -787,11 +797,12 @@ def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     sym.category = next((category for pattern, category in _CHECK_CATEGORIES if pattern.search(check)), "node_failure")
     if sym.category in ("gpu_memory", "gpu_hardware"):
         sym.kind = "gpu_diag_fault"  # a GPU fault of the causal model's gpu_fault class, as dcgmi diag's
-    if _CHECK_DEGRADED.search(str(sym.fields.get("what", ""))) and ctx.job.state != "TIMEOUT":
+    what = str(sym.fields.get("what", ""))
+    if _CHECK_DEGRADED.search(what) and not _CHECK_DEAD.search(what) and ctx.job.state not in ("TIMEOUT", "DEADLINE"):
         # a bandwidth measured below the check's threshold, NVLinks reported inactive: a slower path, not a failing
         # one (NCCL routes around it), and as often a threshold or link count set for another SKU or a test's own
         # set-up (azurehpc-health-checks #142, #162) as a degraded part; it explains no failed job by itself (a job
-        # that ran out of time keeps it: a slow node can be why)
+        # that ran out of time keeps it: a slow node can be why; and a path measured at nothing is a dead part)
         sym.role, sym.strength = "context", 0
         sym.notes.append("the check measured a slower path than its threshold, which fails no job by itself (and "
                          "thresholds and link counts are set per SKU): rerun it by hand before draining the node")
@@ -858,13 +869,12 @@ def _ghes_pcie_record(line: Line) -> Optional[tuple[str, str, str, str]]:
     return device.lower(), vendor.lower(), klass.lower(), driver
 
 
-# the PCI base classes (the record's class_code, its first two digits) of devices a driver-less record names, as the
-# driver would: a network or InfiniBand controller (02, 0c06), a storage controller (01); a display or 3D controller
-# (03: the GPU) and anything else stay the GPU's, as for the root port's own report
-_CLASS_DRIVER = {"02": "mlx5_core", "0c06": "mlx5_core", "01": "nvme"}
-# vendors that make network adapters only, for a record without its class: Mellanox / NVIDIA Networking (ConnectX,
-# BlueField), AMD Pensando
-_NIC_VENDORS = {"15b3": "mlx5_core", "1dd8": "ionic"}
+# whose device a driver-less record names, by its PCI class (the record's class_code): a network or InfiniBand
+# controller (02, 0c06) the network's, a storage controller (01) the node's; a display or 3D controller (03: the GPU)
+# and anything else stay the GPU's, as for the root port's own report; for a record without its class, a vendor that
+# makes network adapters only (Mellanox / NVIDIA Networking, AMD Pensando)
+_CLASS_OWNER = {"02": "network", "0c06": "network", "01": "node_failure"}
+_NIC_VENDORS = frozenset({"15b3", "1dd8"})
 
 
 def _decode_ghes_pcie(ctx: EngineContext, sym: Symptom, line: Line, ghes: str, device: str, vendor: str,
@@ -877,14 +887,23 @@ def _decode_ghes_pcie(ctx: EngineContext, sym: Symptom, line: Line, ghes: str, d
     sym.fields.update(device=device, severity=severity, section="PCIe error")
     if klass:
         sym.fields["class_code"] = klass
-    driver = driver or _CLASS_DRIVER.get(klass[:4], _CLASS_DRIVER.get(klass[:2], "")) or _NIC_VENDORS.get(vendor, "")
     if driver or vendor == "10de":
         sym.fields["driver"] = driver or "nvidia"
     if vendor:
         sym.fields["vendor_id"] = f"0x{vendor}"
     sym.actions = ("check the PCIe slot, riser and GPU seating; run the vendor's field diagnostics",)
     decode_aer(ctx, sym, line, {})
-    owner = sym.fields.get("driver") or (f"vendor 0x{vendor}" if vendor else "no driver named")
+    owner_class = "" if driver else _CLASS_OWNER.get(klass[:4], _CLASS_OWNER.get(klass[:2], "")) or (
+        "network" if vendor in _NIC_VENDORS else "")
+    if owner_class == "network":
+        sym.category = "network"
+        sym.actions = ("check the NIC's slot and cable, its firmware and the port's counters; reseat or replace "
+                       "the card",)
+    elif owner_class == "node_failure":
+        sym.category = "node_failure"
+        sym.actions = ("check the node's local disk and its controller (smartctl, nvme smart-log)",)
+    owner = sym.fields.get("driver") or (f"class {klass}" if klass else "") or (
+        f"vendor 0x{vendor}" if vendor else "no driver named")
     sym.summary = f"pcie aer {severity} error on {device} ({owner}), reported by the firmware (GHES)"[:300]
     return True
 

@@ -450,30 +450,31 @@ class _PidsInOutput:
 
     def foreign(self, sym: Symptom, processes: int) -> bool:
         """Whether the faults on the symptom's GPU name processes (pid=) and the job's output on its node names the
-        processes of all its ``processes`` ranks there (NCCL's 'host:pid:tid [dev]' prefix: every rank printed one),
-        none of them those, and no line of them names the fault's GPU (NCCL's 'busId 8a000': in a PID namespace the
-        prefix's pids are the container's, the Xid's the host's): another job's fault. A line the job's output
-        forged can only set a fault aside here, never blame one."""
+        processes of all its ``processes`` ranks there (NCCL's 'host:pid:tid [dev]' prefix: every rank printed one)
+        and as many GPUs by bus id (its init lines' 'busId 8a000'), none of them the fault's process or GPU: another
+        job's fault. A line the job's output forged can only set a fault aside here, never blame one."""
         pids = {pid for s in self.ctx.active() if s.node == sym.node and s.gpu == sym.gpu
                 and (pid := _fault_pid(s)) is not None}
         if not pids or not sym.node or not sym.gpu or processes < 1:
             return False
         if sym.node not in self._ranks:
-            self._ranks[sym.node] = self._rank_pids(sym.node, pids)
+            self._ranks[sym.node] = self._rank_pids(sym.node)
         seen = self._ranks[sym.node]
         if seen is None:  # a file that could not be read: nothing to compare
             return False
         ranks, buses = seen
-        if len(ranks) < processes or _nccl_bus_id(sym.gpu) in buses:
-            return False  # a rank that printed no prefix may be the fault's process; or NCCL named the GPU
+        if len(ranks) < processes or len(buses) < processes or _nccl_bus_id(sym.gpu) in buses:
+            # a rank that printed no prefix may be the fault's process; NCCL must name the job's GPUs there (its
+            # init lines' busId, NCCL_DEBUG=INFO) and not the fault's: in a PID namespace the prefix's pids are the
+            # container's and no pid comparison holds
+            return False
         if sym.node not in self._found:
             self._found[sym.node] = self._scan(sym.node)
         return not pids & (ranks | self._found[sym.node])
 
-    def _rank_pids(self, node: str, stop: set[int]) -> Optional[tuple[set[int], set[int]]]:
+    def _rank_pids(self, node: str) -> Optional[tuple[set[int], set[int]]]:
         """The pids NCCL's prefix gives the job's processes on ``node`` and the bus ids its lines name (an init
-        line's 'busId 8a000'), up to PID_SEARCH_BYTES of each file; None when a file cannot be read. The search
-        ends early on one of ``stop``."""
+        line's 'busId 8a000'), up to PID_SEARCH_BYTES of each file; None when a file cannot be read."""
         prefix = re.compile(rb"(?<![\w.-])" + re.escape(node.encode()) + rb"(?:\.[\w-]{1,63}){0,8}:(\d{1,9}):\d{1,9} "
                             rb"\[\d{1,3}\](?:[^\n]{0,300}?\bbusId ([0-9a-fA-F]{1,12})\b)?")
         found: set[int] = set()
@@ -487,8 +488,6 @@ class _PidsInOutput:
                         found.add(int(match.group(1)))
                         if match.group(2):
                             buses.add(int(match.group(2), 16))
-                        if found & stop:
-                            return found, buses
             except EVIDENCE_READ_ERRORS:
                 return None
         return found, buses

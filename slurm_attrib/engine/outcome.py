@@ -490,7 +490,9 @@ def _snapshot_clears_memory(ctx: EngineContext, root: Symptom) -> bool:
     if not states:
         return False
     allocated = ctx.bundle.allocated_gpus(root.node) or ctx.bundle.allocated_by_index(root.node)
-    wanted = [root.gpu] if root.gpu else sorted(allocated) if allocated else sorted(states)
+    listed = sorted({*states, *(pci for pci, _, _ in facts.gpus)}) if facts and facts.gpus else sorted(states)
+    wanted = [root.gpu] if root.gpu else sorted(allocated) if allocated else listed
+    # a GPU the facts list that the snapshot lacks fell off the bus or was lost: it clears nothing
     return all(gpu in states and states[gpu].clean for gpu in wanted)
 
 

@@ -230,13 +230,18 @@ def app_errors_explained(ctx: EngineContext, rule_: Rule) -> int:
     if not hardware:
         return 0
     max_gap_s = float(rule_.params.get("max_gap_s", 300))
-    killed = {pid: cause for cause in hardware if (pid := _killed_pid(cause)) is not None}
+    killed = {pid: cause for cause in hardware if (pid := _killed_pid(cause)) is not None
+              and all(e.trust != TRUST_UNVERIFIED for e in cause.evidence)}  # not a line any local user can write
     count = 0
     for sym in ctx.active():
         if sym.role != "candidate" or not sym.evidence or sym.evidence[0].source != "app":
             continue
         named = _APP_PID.search(sym.evidence[0].raw) if killed else None
         cause = killed.get(int(named.group(1) or named.group(2))) if named else None
+        if cause is not None and ((sym.node is not None and cause.node != sym.node) or (
+                cause.time is not None and sym.time is not None
+                and abs((sym.time - cause.time).total_seconds()) > max_gap_s)):
+            cause = None  # the same number on another node, or far from the kill, is another process
         cause = cause or _hardware_before(ctx, hardware, sym, max_gap_s, lost)
         if cause is not None:
             sym.role, sym.supports = "cascade", cause.id

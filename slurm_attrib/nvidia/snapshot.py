@@ -51,8 +51,11 @@ def gpu_memory_states(data: bytes) -> dict[str, GpuMemoryState]:
         return {}
     states: dict[str, GpuMemoryState] = {}
     for gpu in root.findall("gpu"):
-        pci = normalise_pci(gpu.get("id") or "")
-        if not pci or pci in states:
+        try:
+            pci = normalise_pci(gpu.get("id") or "")
+        except ValueError:
+            continue  # a block without a PCI address names no GPU
+        if pci in states:
             continue
         volatile = _counts(gpu.find("ecc_errors/volatile"))
         numbers = [value for value in volatile if value is not None]

@@ -60,16 +60,25 @@ def decode_eviction(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[st
     return True
 
 
-# the device plugin's own words inside the kubelet's admission message: a GPU's (NVIDIA's plugin, NVML, the
-# nvidia.com/gpu resource), else another device plugin's (an RDMA or SR-IOV NIC, a FPGA): the node's either way
-_GPU_DEVICE = re.compile(r"nvidia\.com/|\bnvml\b|\bNVML\b|\bGPU\b|device link information|\bamd\.com/gpu")
+# the device plugin saying a device failed inside the kubelet's admission message: NVIDIA's plugin asking NVML (for
+# the GPUs' topology: 'unable to get device link information'; 'nvml: GPU is lost'), a device it marked unhealthy
+_DEVICE_FAILED = re.compile(r"(?i)GetPreferredAllocation rpc failed|\bnvml\b|GPU is lost|device link information"
+                            r"|unhealthy")
+_GPU_PLUGIN = re.compile(r"nvidia\.com/|\bnvml\b|\bNVML\b|\bGPU\b|device link information|\bamd\.com/gpu")
 
 
 @decoder("k8s_admission")
 def decode_admission(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """The kubelet refused the pod because its device manager could not allocate the devices the scheduler had
-    counted on: a GPU the device plugin cannot use (lost, unhealthy after an Xid, NVML failing) is the GPU's; any
-    other device plugin's refusal is the node's."""
-    if _GPU_DEVICE.search(str(sym.fields.get("message") or "")):
+    counted on. Where the device plugin says a device failed (NVML failing, a GPU lost or unhealthy), the node's
+    device: a GPU plugin's, the GPU's. The device manager's own count ('requested number of devices unavailable
+    for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected') also follows a kubelet restart that the
+    plugin had not yet re-registered after: context."""
+    message = str(sym.fields.get("message") or "")
+    if not _DEVICE_FAILED.search(message):
+        sym.role, sym.strength = "context", 0
+        sym.notes.append("the kubelet's device count fell short: a device gone, or a plugin not yet registered again "
+                         "after a kubelet restart")
+    elif _GPU_PLUGIN.search(message):
         sym.category = "gpu_hardware"
     return True
