@@ -1081,14 +1081,25 @@ def decode_desync(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 # Horovod before 0.20: "<tensor> [missing ranks: 0, 1]"; since: "Missing ranks:" / "Stalled ranks:", then "3: [...]"
 _STALL_OP_RANKS = re.compile(r"\[missing ranks: ?([\d, ]{1,4000})\]")
 _STALL_RANK_ROW = re.compile(r"^\s*(\d{1,7})!?: \[")
+_STALL_ROW = re.compile(r"Horovod\w{1,40}_\S{1,300} \[(?:missing|ready) ranks: ")
 
 
 @decoder("collective_stall")
 def decode_collective_stall(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Horovod's (and BlueFog's) stall report lists the ranks that have not submitted the stalled tensors,
-    on the lines after it: they are where to look (``lagging_nodes``), not a verdict."""
+    on the lines after it: they are where to look (``lagging_nodes``), not a verdict. A paste that cut the report's
+    header keeps its rows: the first row of a block stands for it."""
     ranks: set[int] = set()
-    for text in line.following(40):
+    which = sym.fields.pop("which", None)
+    if which is not None:
+        # a tensor's row read without the report's header (a paste that cut it): the first row of its block stands
+        # for the report; a row under the header or another row is the report's
+        previous = next(iter(line.preceding(1)), "")
+        if _STALL_ROW.search(split_rank(previous)[1]) or "waiting for remainder of ranks" in previous:
+            return False
+        if which == "ready":  # before Horovod 0.14 the row listed the ranks that had submitted it (#342)
+            sym.fields["ready_ranks"] = sorted(int(r) for r in re.findall(r"\d+", line.text.rsplit("[", 1)[-1]))
+    for text in [line.text, *line.following(40)] if which == "missing" else line.following(40):
         prefix, body = split_rank(text)
         found = _STALL_OP_RANKS.search(body)
         row = _STALL_RANK_ROW.match(body)
