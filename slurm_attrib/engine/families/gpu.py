@@ -283,8 +283,14 @@ def apply_verdict(sym: Symptom, verdict: Verdict, summary: str = "") -> None:
         sym.kind = "cuda_oom"
 
 
+# a check macro's own expression before the error it reports (TVM's CUDA_CALL: 'Check failed: (e == cudaSuccess || e
+# == cudaErrorCudartUnloading) is false: CUDA: <the error>'): code, not the error
+_CHECK_EXPRESSION = re.compile(r"Check failed: \([^)\n]{0,200}\) is false: ")
+
+
 def classify_line(sym: Symptom, text: str) -> bool:
     """Set the symptom's verdict from the CUDA error its line names; False when it names none known."""
+    text = _CHECK_EXPRESSION.sub("", text)
     if ALLOC_FAILED.search(text):
         apply_verdict(sym, GPU_OOM)
         sym.fields.setdefault("cuda_error", ALLOC_FAILED.search(text).group(0))  # type: ignore[union-attr]
