@@ -776,7 +776,8 @@ _CHECK_DEGRADED = re.compile(r"(?i)\bis less than \d|\bexpected\s*>=?\s*\d|\bbut
 
 
 # ... but a path measured at nothing, or every link of a GPU inactive, is a dead part, not a slow one
-_CHECK_DEAD = re.compile(r"(?i)\bmeasured 0(?:\.0+)?(?![\d.])|\b(?:bandwidth|bw) 0(?:\.0+)? is less than\b|\ball nvlinks?\b")
+_CHECK_DEAD = re.compile(r"(?i)\bmeasured 0(?:\.0+)?(?![\d.])|\b(?:bandwidth|bw) 0(?:\.0+)? is less than\b"
+                         r"|\ball nvlinks?\b")
 
 
 @decoder("health_check")
