@@ -788,8 +788,8 @@ def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     named = job_node(ctx, host) if isinstance(host, str) else None
     if named:
         sym.node = named
-    check = str(sym.fields.get("check", ""))
-    if _CHECK_NOT_RUN.search(str(sym.fields.get("what", ""))):
+    check, what = str(sym.fields.get("check", "")), str(sym.fields.get("what", ""))
+    if _CHECK_NOT_RUN.search(what):
         # the check could not run: its own environment (a variable its script needs, a toolkit not sourced) is the
         # health-check set-up's, which says nothing of the node (azurehpc-health-checks #72: HPCX_DIR is not set)
         sym.role, sym.strength = "context", 0
@@ -798,7 +798,6 @@ def decode_health_check(ctx: EngineContext, sym: Symptom, line: Line, extra: dic
     sym.category = next((category for pattern, category in _CHECK_CATEGORIES if pattern.search(check)), "node_failure")
     if sym.category in ("gpu_memory", "gpu_hardware"):
         sym.kind = "gpu_diag_fault"  # a GPU fault of the causal model's gpu_fault class, as dcgmi diag's
-    what = str(sym.fields.get("what", ""))
     if _CHECK_DEGRADED.search(what) and not _CHECK_DEAD.search(what) and ctx.job.state not in ("TIMEOUT", "DEADLINE"):
         # a bandwidth measured below the check's threshold, NVLinks reported inactive: a slower path, not a failing
         # one (NCCL routes around it), and as often a threshold or link count set for another SKU or a test's own

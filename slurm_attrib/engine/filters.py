@@ -433,7 +433,8 @@ class _PidsInOutput:
     """Which processes the faults name (an Xid's pid=) appear in the job's output on their node (NCCL's 'host:pid:tid'
     prefix, glog's thread id, a 'pid N' of the program's): then the fault was the job's. Every pid of a node's
     index-outside faults is looked for in one pass over its application files, read up to PID_SEARCH_BYTES each; a
-    file that cannot be read counts as naming them all (the faults are then kept)."""
+    file that cannot be read counts as naming them all (the faults are then kept). :meth:`foreign` compares them
+    with the processes and GPUs NCCL names for the job's ranks there."""
 
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
@@ -442,11 +443,13 @@ class _PidsInOutput:
 
     def named(self, sym: Symptom) -> bool:
         pid = _fault_pid(sym)
-        if pid is None or not sym.node:
-            return False
-        if sym.node not in self._found:
-            self._found[sym.node] = self._scan(sym.node)
-        return pid in self._found[sym.node]
+        return pid is not None and bool(sym.node) and pid in self._named_on(str(sym.node))
+
+    def _named_on(self, node: str) -> set[int]:
+        """The faults' pids the job's output on ``node`` names (:meth:`_scan`, once per node)."""
+        if node not in self._found:
+            self._found[node] = self._scan(node)
+        return self._found[node]
 
     def foreign(self, sym: Symptom, processes: int) -> bool:
         """Whether the faults on the symptom's GPU name processes (pid=) and the job's output on its node names the
@@ -468,9 +471,7 @@ class _PidsInOutput:
             # init lines' busId, NCCL_DEBUG=INFO) and not the fault's: in a PID namespace the prefix's pids are the
             # container's and no pid comparison holds
             return False
-        if sym.node not in self._found:
-            self._found[sym.node] = self._scan(sym.node)
-        return not pids & (ranks | self._found[sym.node])
+        return not pids & (ranks | self._named_on(sym.node))
 
     def _rank_pids(self, node: str) -> Optional[tuple[set[int], set[int]]]:
         """The pids NCCL's prefix gives the job's processes on ``node`` and the bus ids its lines name (an init
@@ -479,9 +480,7 @@ class _PidsInOutput:
                             rb"\[\d{1,3}\](?:[^\n]{0,300}?\bbusId ([0-9a-fA-F]{1,12})\b)?")
         found: set[int] = set()
         buses: set[int] = set()
-        for bf in self.ctx.bundle.files:
-            if bf.source != SOURCE_APP or bf.node not in (node, None):
-                continue
+        for bf in self._app_files(node):
             try:
                 with open_evidence(bf.path) as handle:
                     for match in prefix.finditer(handle.read(PID_SEARCH_BYTES)):
@@ -492,15 +491,17 @@ class _PidsInOutput:
                 return None
         return found, buses
 
+    def _app_files(self, node: str) -> Iterator[BundleFile]:
+        """The application files that may hold ``node``'s output: its own, and those placed on no node."""
+        return (bf for bf in self.ctx.bundle.files if bf.source == SOURCE_APP and bf.node in (node, None))
+
     def _scan(self, node: str) -> set[int]:
         wanted = {pid for s in self.ctx.active() if s.node == node and s.gpu and (pid := _fault_pid(s)) is not None}
         if not wanted:
             return set()
         token = re.compile(rb"(?<![\w.])(" + b"|".join(str(p).encode() for p in sorted(wanted)) + rb")(?![\w.])")
         found: set[int] = set()
-        for bf in self.ctx.bundle.files:
-            if bf.source != SOURCE_APP or bf.node not in (node, None):
-                continue
+        for bf in self._app_files(node):
             try:
                 with open_evidence(bf.path) as handle:
                     found.update(int(m) for m in token.findall(handle.read(PID_SEARCH_BYTES)))
