@@ -37,6 +37,7 @@ from .ranks import (
 # the ASCII letters that match a non-ASCII one when case is ignored (U+0130, U+0131, U+212A, U+017F)
 CASE_FOLDS_BEYOND_ASCII = frozenset("IKSiks")
 HIGH_RUN = rb"[\x80-\xff]+"  # one non-ASCII character: its UTF-8 bytes or the invalid bytes U+FFFD replaced
+MIN_START_LITERAL = 4  # a pattern starts at its longest literal run only when that run is this long
 MAX_EXACT_REPEAT = 8  # a bounded repeat above this becomes unbounded: cheaper to compile, still a superset
 _CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
                sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
@@ -53,7 +54,7 @@ def translate(pattern: re.Pattern[str], rank_prefixed: bool = False) -> bytes:
     """The Hyperscan pattern (compile with HS_FLAG_MULTILINE) of ``pattern``; ``rank_prefixed`` when
     the text the regex sees had rank prefixes stripped from its start (application lines)."""
     parsed = sre_parse.parse(pattern.pattern, pattern.flags)
-    items = _trim_head(_trim_tail(list(parsed)))
+    items = _from_longest_literal(_trim_head(_trim_tail(list(parsed))))
     if max((_min_width(i) for i in items), default=0) == 0:
         raise Untranslatable(f"{pattern.pattern!r} can match an empty line")
     return _Emitter(parsed.state, parsed.state.flags, rank_prefixed).sequence(items)
@@ -94,6 +95,45 @@ def _trim_head(items: list[Any]) -> list[Any]:
         group, add, delete, body = av
         items[0] = (op, (group, add, delete, _trim_head(list(body))))
     return items
+
+
+def _from_longest_literal(items: list[Any]) -> list[Any]:
+    """Start at the longest run of literal characters when what comes before it varies in width (a
+    leading ``[^:]{1,200}: ``): an unanchored pattern's matches end where the rest's do, so the lines
+    it finds are a superset, and Hyperscan no longer starts a match at every ``: `` of every line (one
+    such head cost half the scan). A pattern anchored at the line start, or whose longest literal is
+    shorter than MIN_START_LITERAL, keeps its head: there the head is what keeps hits rare."""
+    if not items or items[0][0] == sre.AT:
+        return items
+    best_start, best_length, start = 0, 0, None
+    for index, (op, _av) in enumerate([*items, (None, None)]):
+        if op == sre.LITERAL:
+            start = index if start is None else start
+            continue
+        if start is not None and index - start > best_length:
+            best_start, best_length = start, index - start
+        start = None
+    if best_length < MIN_START_LITERAL or not any(_varies(item) for item in items[:best_start]):
+        return items
+    return items[best_start:]
+
+
+def _varies(item: Any) -> bool:
+    """Whether the item may match texts of different lengths."""
+    op, av = item
+    if op in _REPEATS:
+        return bool(av[0] != av[1] or any(_varies(inner) for inner in av[2]))
+    if op == sre.SUBPATTERN:
+        return any(_varies(inner) for inner in av[3])
+    if op == sre.BRANCH:
+        return len({_width(alt) for alt in av[1]}) > 1 or any(_varies(i) for alt in av[1] for i in alt)
+    if op == getattr(sre, "ATOMIC_GROUP", None):
+        return any(_varies(inner) for inner in av)
+    return op in (sre.GROUPREF, sre.GROUPREF_EXISTS)
+
+
+def _width(items: Any) -> int:
+    return sum(1 if op in _CHAR_ATOMS else 0 for op, _av in items)
 
 
 def _min_width(item: Any) -> int:

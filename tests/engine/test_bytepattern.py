@@ -117,6 +117,25 @@ def test_the_superset_still_refuses_lines_that_only_share_an_anchor() -> None:
     assert _matched_lines(pattern, [b"nfs: server storage01 OK", b"nfs: server s1 not responding"]) == {1}
 
 
+ASSERTION = (r"(?P<program>[^\s:]{1,200}): (?P<file>[^\s:]{1,300}):(?P<line>\d{1,7}): (?P<function>.{1,400}?): "
+             r"Assertion `(?P<expression>.+?)' failed\.")
+
+
+def test_a_head_that_varies_in_width_gives_way_to_the_longest_literal() -> None:
+    # the program/file/line head would start a match at every ': ' of every line; the tail decides
+    pattern = translate(re.compile(ASSERTION))
+    assert pattern.startswith(b"\\x3a\\x20\\x41\\x73")  # ': As'
+    lines = [b"a.out: t.c:7: main: Assertion `n > 0' failed.", b"Assertion `n' failed.", b"x: Assertion `n' held."]
+    assert _matched_lines(pattern, lines) == {0}
+
+
+def test_a_head_anchored_at_the_line_start_or_before_a_short_literal_stays() -> None:
+    anchored = translate(re.compile(r"^(?P<w>[a-z]+): Assertion failed"))
+    assert _matched_lines(anchored, [b"1: Assertion failed", b"ab: Assertion failed"]) == {1}
+    short = translate(re.compile(r"(?P<w>[a-z]{2,9})=ok"))
+    assert _matched_lines(short, [b"1=ok", b"ab=ok"]) == {1}
+
+
 def test_a_regex_that_can_match_an_empty_line_is_untranslatable() -> None:
     with pytest.raises(Untranslatable):
         translate(re.compile(r"(?:x)?$"))
