@@ -235,6 +235,10 @@ def verbs_verdict(call: str, error: str) -> Verdict:
     if call == "ibv_modify_qp":
         return Verdict("candidate", "unknown", 45, "the queue pair could not be connected to its peer "
                        f"({error or 'no reason given'}): GID index, RoCE routing, rail or NIC mismatch")
+    if call.startswith(("ibv_reg", "mlx5dv_reg")) and _ENOMEM.search(error):
+        return Verdict("context", meaning="memory registration refused for want of lockable memory: a locked-memory "
+                       "limit too low for the job's processes (ulimit -l), buffers sized past it (NCCL_BUFFSIZE), or "
+                       "the host kernel's pinning; the line alone does not say which")
     if call.startswith(("ibv_reg", "mlx5dv_reg")):
         return Verdict("candidate", "unknown", 40, f"memory registration failed ({error or 'no reason given'}):"
                        " locked-memory limit, GPUDirect RDMA module (nvidia-peermem) or dmabuf support")
@@ -327,6 +331,8 @@ _NO_INTERFACE = re.compile(r"(?i)no (?:usable listening |socket )?interface|no d
 _STORE_UNREACHABLE = re.compile(r"RendezvousConnectionError: The connection to the C10d store has failed")
 _CONNECT_DEADLINE = re.compile(r"(?i)has timed out after .* while trying to connect|Timed out after \d+ seconds "
                                r"waiting for clients|wait timeout after")
+# src/misc/socket.cc socketPollConnect: poll() on the connecting socket came back without POLLOUT, or failed
+_POLL_NO_CONNECT = re.compile(r"socketPollConnect poll\(\) (?:returned -?\d+, no POLLOUT events|failed with error)")
 _CONNECT_TIMED_OUT = re.compile(r"(?i)(?:failed to connect to|connect to|Connect to)\b.*(?:Connection timed out|"
                                 r"errno: 110\b|ETIMEDOUT)")
 
@@ -361,6 +367,10 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
                        "'The connection to the C10d store has failed'): its host's address or port is not "
                        "reachable from here (MASTER_ADDR, a firewall, ports a container or cluster does not "
                        "expose), or the store's host was gone before the job began")
+    if _POLL_NO_CONNECT.search(text):
+        return Verdict("candidate", "unknown", 30, "the connection never completed (NCCL's socketPollConnect saw no "
+                       "POLLOUT): the interface or address chosen is one the peer does not route back to "
+                       "(NCCL_SOCKET_IFNAME), a firewall dropping the handshake, or a peer host that is down")
     if _CONNECT_DEADLINE.search(text):
         return Verdict("cascade", meaning="the rendezvous host never answered within the deadline: it died, "
                        "stalled or was never started")
