@@ -367,6 +367,9 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
                        "'The connection to the C10d store has failed'): its host's address or port is not "
                        "reachable from here (MASTER_ADDR, a firewall, ports a container or cluster does not "
                        "expose), or the store's host was gone before the job began")
+    if _POLL_NO_CONNECT.search(text) and one_node:
+        return Verdict("context", meaning="a connection between the ranks of one host never completed: the interface "
+                       "NCCL chose (NCCL_SOCKET_IFNAME: a VPN, docker or down interface), no fabric in between")
     if _POLL_NO_CONNECT.search(text):
         return Verdict("candidate", "unknown", 30, "the connection never completed (NCCL's socketPollConnect saw no "
                        "POLLOUT): the interface or address chosen is one the peer does not route back to "

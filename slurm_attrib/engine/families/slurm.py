@@ -4,6 +4,7 @@ sacct output), and the decoders for srun / slurmstepd step errors (whose fault a
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from ...model import RAW_LINE_CAP, EvidenceRef, Symptom
@@ -14,6 +15,7 @@ from ...slurm.states import FAILED_STATES, normalise
 from ..context import EngineContext
 from ..nodes import job_node
 from ..registry import decoder, rule
+from ..timeinfer import latest_time, next_time, time_context
 
 # Reasons slurmd gives (slurm_errno.c's ESLURMD_* texts and errno strings) for a task launch that the job
 # itself caused: its program and files, its CPU binding (task/affinity refuses a request outside the
@@ -80,6 +82,24 @@ def decode_step_create_reason(ctx: EngineContext, sym: Symptom, line: Line, extr
         sym.category, sym.responsible, sym.strength = "node_failure", "unknown", 50
         sym.actions = ("read slurmctld's log at the step's time (credential signing, the controller's health, "
                        "munge and Slurm versions between srun's host and the controller)",)
+    return True
+
+
+# A controller outage ends the job only if the job ended soon after its srun lost the controller
+CONTROLLER_OUTAGE_ENDS_WITHIN = timedelta(minutes=30)
+
+
+@decoder("slurm_controller_unreachable")
+def decode_controller_unreachable(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
+    """A step that could not reach the controller more than CONTROLLER_OUTAGE_ENDS_WITHIN before the job's end did
+    not end it: the script went on without it (a preflight srun, a retry), so the line is context."""
+    latest, end = latest_time(sym), ctx.job.end
+    if latest is None and sym.time is None and end is not None:  # no stamp before it: the next stamped line's
+        latest = next_time(line, None, time_context(ctx, sym.node))
+    if latest is not None and end is not None and end - latest > CONTROLLER_OUTAGE_ENDS_WITHIN:
+        sym.role, sym.strength = "context", 0
+        sym.fields["meaning"] = (f"the job went on for {int((end - latest).total_seconds() // 60)} minutes after this "
+                                 "srun lost the controller: it did not end the job")
     return True
 
 
