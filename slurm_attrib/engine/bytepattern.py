@@ -37,6 +37,13 @@ from .ranks import (
 # the ASCII letters that match a non-ASCII one when case is ignored (U+0130, U+0131, U+212A, U+017F)
 CASE_FOLDS_BEYOND_ASCII = frozenset("IKSiks")
 HIGH_RUN = rb"[\x80-\xff]+"  # one non-ASCII character: its UTF-8 bytes or the invalid bytes U+FFFD replaced
+# A character as a JSON string spells it: '"' and '\\' after a backslash, Go's <, > and & as \\u003c, \\u003e,
+# \\u0026, the usual control characters by letter (others \\u00XX), any non-ASCII one as \\uXXXX (an ASCII writer)
+_JSON_LETTER = {0x22: 0x22, 0x5C: 0x5C, 0x09: ord("t"), 0x0D: ord("r"), 0x0C: ord("f"), 0x08: ord("b")}
+_JSON_CODE = {0x3C: b"3[cC]", 0x3E: b"3[eE]", 0x26: b"26"}
+JSON_ESCAPED = frozenset(_JSON_LETTER) | frozenset(_JSON_CODE) | frozenset(c for c in range(0x20) if c != 10)
+ESCAPE_BYTES = frozenset(b"\\u0123456789abcdefABCDEFtrfb\"")
+PREFIX_ESCAPED = frozenset(b'<>&"\x1b')  # Open MPI's '[1,2]<stderr>:', an ANSI colour, a wrapper's quotes
 MIN_START_LITERAL = 4  # a pattern starts at its longest literal run only when that run is this long
 MAX_EXACT_REPEAT = 8  # a bounded repeat above this becomes unbounded: cheaper to compile, still a superset
 _CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
@@ -156,8 +163,11 @@ def _min_width(item: Any) -> int:
 class _Emitter:
     """Walks the parsed regex and writes the Hyperscan pattern."""
 
-    def __init__(self, state: Any, flags: int, rank_prefixed: bool) -> None:
+    def __init__(self, state: Any, flags: int, rank_prefixed: bool, escapes: bool = True) -> None:
         self.state, self.flags, self.rank_prefixed = state, flags, rank_prefixed
+        # a prefix the engine strips (:data:`PREFIX_ESCAPED`) takes fewer spellings: kept small, Hyperscan keeps the
+        # line-start patterns exact
+        self.escapes = escapes
 
     def sequence(self, items: Any) -> bytes:
         return b"".join(self.item(op, av) for op, av in items)
@@ -222,6 +232,8 @@ class _Emitter:
         non-ASCII character."""
         ascii_bytes, wide = self.ascii_bytes(op, av)
         parts = [_byte_class(ascii_bytes)] if ascii_bytes else []
+        parts.extend(_json_escapes(ascii_bytes if self.escapes else ascii_bytes & PREFIX_ESCAPED,
+                                   wide and self.escapes))
         if wide:
             parts.append(HIGH_RUN)
         if not parts:
@@ -231,6 +243,9 @@ class _Emitter:
     def byte_set(self, op: Any, av: Any) -> set[int]:
         """Every byte a run of such characters may hold."""
         ascii_bytes, wide = self.ascii_bytes(op, av)
+        # the bytes of the escapes too: '\\u003c', '\\"', '\\t'
+        if (wide or ascii_bytes & JSON_ESCAPED) if self.escapes else ascii_bytes & PREFIX_ESCAPED:
+            ascii_bytes = ascii_bytes | ESCAPE_BYTES
         return ascii_bytes | set(range(128, 256)) if wide else ascii_bytes
 
     def ascii_bytes(self, op: Any, av: Any) -> tuple[set[int], bool]:
@@ -277,6 +292,26 @@ def _class_source(op: Any, av: Any) -> tuple[str, bool]:
     return "[" + ("^" if negate else "") + "".join(pieces) + "]", wide
 
 
+def _json_escapes(values: set[int], wide: bool = False) -> list[bytes]:
+    """How a JSON writer may spell one of these characters inside a string, as one alternative (none when no
+    character needs it): Docker's json-file (Go escapes <, > and & too), journalctl -o json and a logging
+    library's JSON lines are decoded before a rule reads them. ``wide``: any character, as \\uXXXX (an astral one
+    as its surrogate pair)."""
+    forms = []
+    letters = {_JSON_LETTER[c] for c in values if c in _JSON_LETTER}
+    if letters:
+        forms.append(_byte_class(letters))
+    if wide:
+        forms.append(rb"u[0-9a-fA-F]{4}(?:\x5cu[0-9a-fA-F]{4})?")
+    else:
+        codes = [_JSON_CODE[c] for c in sorted(values) if c in _JSON_CODE]
+        if any(c < 0x20 and c not in _JSON_LETTER for c in values):
+            codes.append(rb"[01][0-9a-fA-F]")
+        if codes:
+            forms.append(b"u00(?:" + b"|".join(codes) + b")")
+    return [b"\\x5c(?:" + b"|".join(forms) + b")"] if forms else []
+
+
 def _byte_class(values: set[int]) -> bytes:
     if len(values) == 1:
         return b"\\x%02x" % next(iter(values))
@@ -295,7 +330,7 @@ def _byte_class(values: set[int]) -> bytes:
 def _prefix_bytes(pattern: str) -> bytes:
     """A prefix that :func:`.ranks.split_rank` strips, as one byte pattern."""
     parsed = sre_parse.parse(pattern, 0)
-    return _Emitter(parsed.state, 0, False).sequence(parsed)
+    return _Emitter(parsed.state, 0, False, escapes=False).sequence(parsed)
 
 
 RANK_PREFIX_BYTES = _prefix_bytes(RANK_PREFIX_PATTERN)

@@ -1,9 +1,9 @@
 """Compiled Hyperscan databases kept on disk between runs.
 
-Compiling the rules' patterns costs about 0.3 s, paid by every ``diagnose`` and every finalizer run,
-while the serialized database loads in a millisecond. A database is stored under the hash of
-everything that shaped it (Hyperscan's version, mode, flags and patterns), so a changed rule or
-library simply misses. The cache only ever saves time: a missing, unreadable or corrupt entry, or a
+Compiling the rules' patterns costs about 3 s (the line-start patterns' prefixes most), paid by every
+``diagnose`` and every finalizer run, while the serialized database loads in a millisecond. A database
+is stored under the hash of everything that shaped it (Hyperscan's version, mode, flags and patterns),
+so a changed rule or library simply misses. The cache only ever saves time: a missing, unreadable or corrupt entry, or a
 directory that cannot be written, means compiling as if it were absent.
 
 The directory is $SLURM_ATTRIB_CACHE_DIR, else $XDG_CACHE_HOME/slurm-attrib, else

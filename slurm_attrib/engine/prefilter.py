@@ -83,8 +83,8 @@ MAX_DATABASES = 16  # a long-lived process whose rules keep changing holds no mo
 
 
 def _database(hs: Any, rules: Sequence[Rule]) -> Any:
-    """Compiled once per process and set of rules, and kept on disk between runs (compiling costs a
-    third of a second, see :mod:`.dbcache`). The cache key is what the patterns are made from (each
+    """Compiled once per process and set of rules, and kept on disk between runs (compiling costs
+    about 3 s, see :mod:`.dbcache`). The cache key is what the patterns are made from (each
     rule's regex (its flags inline), source and anchors, and the code that translates them), so a start that finds
     its database also skips the translation (80 ms for the bundled rules)."""
     sources = tuple(_source(rule) for rule in rules)

@@ -5,6 +5,7 @@ digits, case folds beyond ASCII, NUL and invalid UTF-8."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -49,7 +50,14 @@ def _variants(line: bytes) -> list[bytes]:
     return [line, b"7: [rank7]: " + line, b"  [default3]:" + line, b"> " + line, line + b"\r",
             line.replace(b":", b":\xff"), line.replace(b" ", b" \x00 "), text.replace(" ", "\u00a0").encode(),
             text.swapcase().encode(), text.translate(ARABIC_INDIC_DIGITS).encode(),
-            text.replace("k", "\u212a").replace("s", "\u017f").replace("i", "\u0131").encode()]
+            text.replace("k", "\u212a").replace("s", "\u017f").replace("i", "\u0131").encode(),
+            _docker_json(text), json.dumps({"log": text + "\n"}).encode()]  # a JSON writer that escapes all but ASCII
+
+
+def _docker_json(text: str) -> bytes:
+    """Docker's json-file record of the line: Go's encoder keeps UTF-8 but escapes <, > and &."""
+    record = json.dumps({"log": text + "\n", "stream": "stderr"}, ensure_ascii=False)
+    return record.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode()
 
 
 def _evidence_lines(tmp: Path) -> dict[str, list[bytes]]:
@@ -105,6 +113,11 @@ def test_every_shipped_regex_translates() -> None:
     (r"(?P<q>['\"])v(?P=q)", b"'v'"),  # a back-reference is any text
     (r"t{2,30}x", b"t" * 25 + b"x"),  # a long bounded repeat is unbounded
     (r"pre(?P<tail>.*)", b"pre"),  # the tail is cut
+    # Docker's json-file record, Go's escapes of <, > and & included; a Python writer's ASCII escapes
+    (r"unable to write to file </torch_\d+>", b'{"log":"unable to write to file \\u003c/torch_31\\u003e\\n"}'),
+    (r'File "(?P<f>[^"]+)", line \d+, in <module>', b'{"log":"  File \\"/a.py\\", line 3, in \\u003cmodule\\u003e\\n"}'),
+    (r"n\u00f6de\tdown", b'{"log":"n\\u00f6de\\tdown\\n"}'),
+    (r"^(?P<e>[A-Za-z_][\w.]*Error)", b'{"log":"[1,2]\\u003cstderr\\u003e:KeyError: 1\\n"}'),  # in a line-start prefix
 ])
 def test_hostile_forms_stay_in_the_superset(regex: str, line: bytes) -> None:
     compiled = re.compile(regex)
