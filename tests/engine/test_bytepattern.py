@@ -115,7 +115,8 @@ def test_every_shipped_regex_translates() -> None:
     (r"pre(?P<tail>.*)", b"pre"),  # the tail is cut
     # Docker's json-file record, Go's escapes of <, > and & included; a Python writer's ASCII escapes
     (r"unable to write to file </torch_\d+>", b'{"log":"unable to write to file \\u003c/torch_31\\u003e\\n"}'),
-    (r'File "(?P<f>[^"]+)", line \d+, in <module>', b'{"log":"  File \\"/a.py\\", line 3, in \\u003cmodule\\u003e\\n"}'),
+    (r'File "(?P<f>[^"]+)", line \d+, in <module>',
+     b'{"log":"  File \\"/a.py\\", line 3, in \\u003cmodule\\u003e\\n"}'),
     (r"n\u00f6de\tdown", b'{"log":"n\\u00f6de\\tdown\\n"}'),
     (r"^(?P<e>[A-Za-z_][\w.]*Error)", b'{"log":"[1,2]\\u003cstderr\\u003e:KeyError: 1\\n"}'),  # in a line-start prefix
 ])
