@@ -92,7 +92,7 @@ def test_leading_flags_reads_only_the_whole_patterns_flags(pattern: str, flags: 
     assert leading_flags(pattern) == flags
 
 
-HOSTILE_FILLERS = ("a" * 30000, "0:" * 15000, "[" * 30000, "a " * 15000, "x." * 15000)
+HOSTILE_FILLERS = ("a" * 30000, "0:" * 15000, "[" * 30000, "a " * 15000, "x." * 15000, " " * 30000 + "x")
 SEARCH_BUDGET_S = 1.0  # the slowest rule takes ~0.1 s on these lines; a backtracking one takes minutes
 
 

@@ -3,11 +3,14 @@
 The prefilter database holds one such pattern per rule, so a line reaches Python only when it very
 likely yields a symptom. The translation may only widen, never narrow: Python matches decoded text
 (one line, invalid UTF-8 and NUL turned into U+FFFD, an srun/PyTorch rank prefix stripped from
-application lines), Hyperscan scans raw bytes. So every non-ASCII character becomes a run of high
-bytes, a class that can match U+FFFD also takes NUL, no atom crosses a newline, ``^`` may follow the
-rank prefixes, and what bytes cannot express exactly is dropped (``$``, ``\\b``, lookarounds) or
-relaxed (a back-reference is any text, a long bounded repeat is unbounded, the tail after the
-pattern's first fixed part is cut so one line reports one end, not one per byte). A regex the
+application lines, a JSON record's string unescaped), Hyperscan scans raw bytes. So every non-ASCII
+character becomes a run of high bytes, a class that can match U+FFFD also takes NUL, every character
+also takes its JSON escape, no atom crosses a newline, ``^`` may follow the rank prefixes, and what
+bytes cannot express exactly is dropped (``$``, ``\\b``, lookarounds) or relaxed (a back-reference is
+any text, a long bounded repeat is unbounded, the head before the longest literal of a pattern that
+varies there is cut, and the tail after the pattern's first fixed part, so one line reports one end,
+not one per byte). One narrowing is kept for Hyperscan's sake: a single character of a prefix that
+``^`` may follow takes only the escapes of :data:`PREFIX_ESCAPED` (its runs take all). A regex the
 translation cannot express raises :class:`Untranslatable`; its rule then falls back to its anchors.
 """
 
@@ -37,12 +40,13 @@ from .ranks import (
 # the ASCII letters that match a non-ASCII one when case is ignored (U+0130, U+0131, U+212A, U+017F)
 CASE_FOLDS_BEYOND_ASCII = frozenset("IKSiks")
 HIGH_RUN = rb"[\x80-\xff]+"  # one non-ASCII character: its UTF-8 bytes or the invalid bytes U+FFFD replaced
-# A character as a JSON string spells it: '"' and '\\' after a backslash, Go's <, > and & as \\u003c, \\u003e,
-# \\u0026, the usual control characters by letter (others \\u00XX), any non-ASCII one as \\uXXXX (an ASCII writer)
-_JSON_LETTER = {0x22: 0x22, 0x5C: 0x5C, 0x09: ord("t"), 0x0D: ord("r"), 0x0C: ord("f"), 0x08: ord("b")}
+# A character as a JSON string spells it: '"', '\\' and '/' (json-c, rsyslog) after a backslash, Go's <, > and &
+# as \\u003c, \\u003e, \\u0026, the usual control characters by letter (others \\u00XX), any non-ASCII one as
+# \\uXXXX (an ASCII writer)
+_JSON_LETTER = {0x22: 0x22, 0x5C: 0x5C, 0x2F: 0x2F, 0x09: ord("t"), 0x0D: ord("r"), 0x0C: ord("f"), 0x08: ord("b")}
 _JSON_CODE = {0x3C: b"3[cC]", 0x3E: b"3[eE]", 0x26: b"26"}
 JSON_ESCAPED = frozenset(_JSON_LETTER) | frozenset(_JSON_CODE) | frozenset(c for c in range(0x20) if c != 10)
-ESCAPE_BYTES = frozenset(b"\\u0123456789abcdefABCDEFtrfb\"")
+ESCAPE_BYTES = frozenset(b"\\u0123456789abcdefABCDEFtrfb\"/")
 PREFIX_ESCAPED = frozenset(b'<>&"\x1b')  # Open MPI's '[1,2]<stderr>:', an ANSI colour, a wrapper's quotes
 MIN_START_LITERAL = 4  # a pattern starts at its longest literal run only when that run is this long
 MAX_EXACT_REPEAT = 8  # a bounded repeat above this becomes unbounded: cheaper to compile, still a superset
@@ -140,6 +144,7 @@ def _varies(item: Any) -> bool:
 
 
 def _width(items: Any) -> int:
+    """How many single characters the sequence's top level holds (a hint: only speed depends on it)."""
     return sum(1 if op in _CHAR_ATOMS else 0 for op, _av in items)
 
 
@@ -165,8 +170,8 @@ class _Emitter:
 
     def __init__(self, state: Any, flags: int, rank_prefixed: bool, escapes: bool = True) -> None:
         self.state, self.flags, self.rank_prefixed = state, flags, rank_prefixed
-        # a prefix the engine strips (:data:`PREFIX_ESCAPED`) takes fewer spellings: kept small, Hyperscan keeps the
-        # line-start patterns exact
+        # one character of a prefix the engine strips takes fewer spellings (:data:`PREFIX_ESCAPED`; a run takes
+        # them all): kept small, Hyperscan keeps the line-start patterns exact
         self.escapes = escapes
 
     def sequence(self, items: Any) -> bytes:
@@ -243,8 +248,7 @@ class _Emitter:
     def byte_set(self, op: Any, av: Any) -> set[int]:
         """Every byte a run of such characters may hold."""
         ascii_bytes, wide = self.ascii_bytes(op, av)
-        # the bytes of the escapes too: '\\u003c', '\\"', '\\t'
-        if (wide or ascii_bytes & JSON_ESCAPED) if self.escapes else ascii_bytes & PREFIX_ESCAPED:
+        if wide or ascii_bytes & JSON_ESCAPED:  # a run takes its escapes' bytes too: '\\u003c', '\\"', '\\t'
             ascii_bytes = ascii_bytes | ESCAPE_BYTES
         return ascii_bytes | set(range(128, 256)) if wide else ascii_bytes
 

@@ -118,6 +118,8 @@ def test_every_shipped_regex_translates() -> None:
     (r'File "(?P<f>[^"]+)", line \d+, in <module>',
      b'{"log":"  File \\"/a.py\\", line 3, in \\u003cmodule\\u003e\\n"}'),
     (r"n\u00f6de\tdown", b'{"log":"n\\u00f6de\\tdown\\n"}'),
+    (r"I/O error, dev (?P<dev>\w+)", b'{"log":"blk_update_request: I\\/O error, dev nvme0n1\\n"}'),  # json-c
+    (r"^(?P<e>[A-Za-z_][\w.]*Error)", b'{"log":"\\t[rank3]: KeyError: 1\\n"}'),  # a tab before the rank prefix
     (r"^(?P<e>[A-Za-z_][\w.]*Error)", b'{"log":"[1,2]\\u003cstderr\\u003e:KeyError: 1\\n"}'),  # in a line-start prefix
 ])
 def test_hostile_forms_stay_in_the_superset(regex: str, line: bytes) -> None:

@@ -344,7 +344,8 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
     refused at a loopback address in a job of several nodes reached no peer at all (the host's name resolves
     to 127.0.1.1); one that was closed or reset was up, so the peer was there and went away (in a one-node
     job every peer is at a loopback address). A connect refused or timed out at an IPv4 link-local address in a job
-    of several nodes, or timed out at an fe80:: one, went to an interface no other node routes to."""
+    of several nodes, or timed out at an fe80:: one, went to an interface no other node routes to. A connect NCCL's
+    socketPollConnect saw end without POLLOUT is a weak candidate naming no node, context in a one-node job."""
     if not one_node and _REFUSED.search(text) and _LOOPBACK_PEER.search(text):
         return Verdict("candidate", "unknown", 45, "the peer's address is a loopback address: the host name "
                        "resolves to 127.0.x.x (/etc/hosts) or the interface chosen is lo (GLOO_SOCKET_IFNAME / "
@@ -367,10 +368,11 @@ def socket_verdict(text: str, one_node: bool = False) -> Verdict:
                        "'The connection to the C10d store has failed'): its host's address or port is not "
                        "reachable from here (MASTER_ADDR, a firewall, ports a container or cluster does not "
                        "expose), or the store's host was gone before the job began")
-    if _POLL_NO_CONNECT.search(text) and one_node:
-        return Verdict("context", meaning="a connection between the ranks of one host never completed: the interface "
-                       "NCCL chose (NCCL_SOCKET_IFNAME: a VPN, docker or down interface), no fabric in between")
     if _POLL_NO_CONNECT.search(text):
+        if one_node:
+            return Verdict("context", meaning="a connection between the ranks of one host never completed: the "
+                           "interface NCCL chose (NCCL_SOCKET_IFNAME: a VPN, docker or down interface), no fabric in "
+                           "between")
         return Verdict("candidate", "unknown", 30, "the connection never completed (NCCL's socketPollConnect saw no "
                        "POLLOUT): the interface or address chosen is one the peer does not route back to "
                        "(NCCL_SOCKET_IFNAME), a firewall dropping the handshake, or a peer host that is down")

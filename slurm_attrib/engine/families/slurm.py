@@ -94,12 +94,13 @@ def decode_controller_unreachable(ctx: EngineContext, sym: Symptom, line: Line, 
     """A step that could not reach the controller more than CONTROLLER_OUTAGE_ENDS_WITHIN before the job's end did
     not end it: the script went on without it (a preflight srun, a retry), so the line is context."""
     latest, end = latest_time(sym), ctx.job.end
-    if latest is None and sym.time is None and end is not None:  # no stamp before it: the next stamped line's
+    # no stamp before it: the next stamped line's, of any rank (the srun, sbatch or salloc line names none)
+    if latest is None and sym.time is None and end is not None:
         latest = next_time(line, None, time_context(ctx, sym.node))
     if latest is not None and end is not None and end - latest > CONTROLLER_OUTAGE_ENDS_WITHIN:
         sym.role, sym.strength = "context", 0
         sym.fields["meaning"] = (f"the job went on for {int((end - latest).total_seconds() // 60)} minutes after this "
-                                 "srun lost the controller: it did not end the job")
+                                 "command lost the controller: it did not end the job")
     return True
 
 
