@@ -222,6 +222,8 @@ def decode_async(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
 
 
 # --- verbs call failures (NCCL misc/ibvwrap.cc) ---------------------------------------------------
+# ENOMEM as verbs, libfabric and their providers print it: a registration or pinning that ran out
+_ENOMEM = re.compile(r"\(-12\)|RC: -12\b|Cannot allocate memory|ENOMEM|Unknown error -12\b")
 _CASCADE_CALLS = ("ibv_get_async_event", "ibv_poll_cq", "ibv_post_send", "ibv_post_recv", "ibv_destroy",
                   "ibv_dereg_mr", "ibv_dealloc", "ibv_close_device", "ibv_ack")
 
@@ -257,7 +259,6 @@ def decode_verbs(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, 
 
 
 # --- libfabric setup (EFA, aws-ofi-nccl, MPICH's OFI netmod) -----------------------------------------
-_ENOMEM = re.compile(r"\(-12\)|RC: -12\b|Cannot allocate memory|ENOMEM|Unknown error -12\b")
 _MEMLOCK_ACTION = ("raise the locked-memory limit the job's processes get (ulimit -l unlimited on the node, "
                    "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf, docker --ulimit memlock=-1): RDMA "
                    "registration of the transport's buffers needs it")
