@@ -134,11 +134,25 @@ def prefix_address(text: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
+# An srun label and a line that opens no further prefix ('3536: node-443:40000:41000 [0] NCCL INFO ...'): what the
+# loop below makes of it, without it. After the label, a blank, '[', '(', ESC, a digit or 'P' may open another
+# prefix, and a line that opens with digits could be a shipper's stamp ('2024-...'), but not when a colon follows them.
+_LABEL_ONLY = re.compile(r"(\d+): (?![\s\[(\x1b\d]|P\d)")
+
+
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
     """Strip a shipper's stamp (:data:`SHIPPED_STAMP_PATTERN`), then srun ``--label`` (``9: ``), PyTorch
     (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
     (``[1,9]<stderr>:``) prefixes, and Ray's worker prefix (``(WorkerDict pid=123, ip=...)``, no rank);
     return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
+    label_only = _LABEL_ONLY.match(text)
+    if label_only is not None:  # the most common line of an srun --label log, and the neighbours timeinfer reads
+        return (int(label_only.group(1)), None, None), text[label_only.end():]
+    return split_prefixes(text)
+
+
+def split_prefixes(text: str) -> tuple[Optional[Stream], str]:
+    """:func:`split_rank` without its shortcut for a bare srun label: every prefix, one at a time."""
     if text[:1] == "\ufeff":  # a byte-order mark opens a file's first line
         text = text[1:]
     if text[:1] == ">":

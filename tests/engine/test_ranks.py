@@ -18,6 +18,7 @@ from slurm_attrib.engine.ranks import (
     prefix_address,
     prefix_host,
     shipped_stamp,
+    split_prefixes,
     split_rank,
     stream_key,
 )
@@ -76,6 +77,17 @@ def test_split_rank_strips_every_prefix_form(line: str, stream: Stream, rest: st
 ])
 def test_split_rank_leaves_lines_without_a_prefix_alone(line: str) -> None:
     assert split_rank(line) == (None, line)
+
+
+@pytest.mark.parametrize("line", [
+    "3536: node-443:40000:41000 [0] NCCL INFO Channel 15/32 : 3536[0] -> 478[6] [send] via NET/IB/0/GDRDMA",
+    "3: ", "3: x", "12345: text", "2024: the year", "2024-01-02T03:04:05Z 3: text", "3:  two blanks",
+    "3: \ttab", "3: [rank3]: boom", "3: [default1]: boom", "3: (pid=7) boom", "3: \x1b[31mred", "3: 4: nested",
+    "3: P1 4: het", "3: Python", "3: P", "3: \u00a0no-break", "0003: zeros", "\u0663: an Arabic-Indic digit",
+    "3:\tno blank", "3 : spaced", "P1 3: het", " 3: indented",
+])
+def test_split_rank_shortcut_reads_a_bare_label_as_the_loop_does(line: str) -> None:
+    assert split_rank(line) == split_prefixes(line)
 
 
 @pytest.mark.parametrize(("line", "rest"), [
