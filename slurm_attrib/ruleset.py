@@ -14,6 +14,7 @@ RuleSet, so one bad drop-in never stops the finalizer while the bundled rules ke
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -26,6 +27,7 @@ from typing import Any, Optional
 
 import yaml
 
+from . import diskcache
 from .ruleschema import (
     PHASES,
     REFINE_STAGES,
@@ -227,6 +229,48 @@ def parse_rule_file(path: str, content: bytes) -> dict[str, Any]:
     return data
 
 
+def parse_bundled(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+    """:func:`parse_rule_file` of each bundled file, kept in the cache (:mod:`.diskcache`) as JSON between runs:
+    parsing the YAML is most of what loading the rules costs. The entry is named by the files' paths and
+    contents, PyYAML's version and this module's code; a document JSON cannot hold as parsed is not stored."""
+    digest = hashlib.sha256()
+    for path, content in files:
+        digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
+    shape = repr(("rules/1", yaml.__version__, _LineLoader.__bases__[0].__name__, _this_code(), digest.hexdigest()))
+    return diskcache.cached(shape, ".rules.json", lambda: [parse_rule_file(p, c) for p, c in files],
+                            _dump_parsed, _load_parsed, (TypeError,))
+
+
+def _this_code() -> str:
+    """A digest of this module's source (the loader that makes what the cache holds); its name without one."""
+    try:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    except OSError:
+        return __name__
+
+
+def _dump_parsed(parsed: list[dict[str, Any]]) -> bytes:
+    text = json.dumps(parsed, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if _load_parsed(text.encode()) != parsed:  # a tuple other than a key's place, a value JSON types differently
+        raise TypeError("the parsed rules do not survive JSON")
+    return text.encode()
+
+
+def _load_parsed(data: bytes) -> list[dict[str, Any]]:
+    parsed = json.loads(data, object_hook=_positions_as_tuples)
+    if not isinstance(parsed, list) or not all(isinstance(d, dict) for d in parsed):
+        raise ValueError("not a list of parsed rule files")
+    return parsed
+
+
+def _positions_as_tuples(mapping: dict[str, Any]) -> dict[str, Any]:
+    """The (line, column) of each key, which JSON wrote as a list."""
+    keys = mapping.get("__keys__")
+    if isinstance(keys, dict) and "__line__" in mapping:
+        mapping["__keys__"] = {k: tuple(v) if isinstance(v, list) else v for k, v in keys.items()}
+    return mapping
+
+
 def build_rule(path: str, data: dict[str, Any], origin: str = "bundled") -> Rule:
     """Turn a parsed mapping into a Rule; structural errors raise RuleFileError at the offending key."""
     line = int(data.get("__line__", 1))
@@ -353,8 +397,9 @@ def load_ruleset(site_dir: Optional[str] = None, include_site: bool = True,
     a site or extra file that cannot run is quarantined (see the module docstring)."""
     rules: dict[str, Rule] = {}
     contents: dict[str, bytes] = {}
-    for path, content in bundled_rule_files():
-        rule = build_rule(path, parse_rule_file(path, content), "bundled")
+    files = bundled_rule_files()
+    for (path, content), data in zip(files, parse_bundled(files)):
+        rule = build_rule(path, data, "bundled")
         _refuse_site_id(rule)
         _add(rules, rule)
         contents[path] = content

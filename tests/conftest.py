@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from slurm_attrib.diskcache import CACHE_ENV
 from slurm_attrib.engine import Engine
-from slurm_attrib.engine.dbcache import CACHE_ENV
 from slurm_attrib.ruleset import load_ruleset
 
 TESTS = Path(__file__).resolve().parent
@@ -22,7 +22,7 @@ def engine() -> Engine:
 
 @pytest.fixture(scope="session", autouse=True)
 def prefilter_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Compiled prefilter databases go to a folder of the test session, never the user's ~/.cache
+    """Compiled prefilter databases and parsed rules go to a folder of the test session, never the user's ~/.cache
     (the CLI tests' subprocesses inherit it)."""
     before = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("prefilter-cache"))
