@@ -151,6 +151,62 @@ def test_the_unstamped_runs_it_remembers_change_no_answer(seed: int) -> None:
                 LineStamps(CTX).next_time(line, stream_key(stream), limit=9, after_any=3)
 
 
+def _walked(lines: list[str], index: int, wanted: object, limit: int, after_any: int) -> Optional[datetime]:
+    """next_time as its docstring says, one line after another: among the next ``limit`` lines, the stamp of the
+    first stamped line of stream ``wanted``, else of the first stamped line, looking no further than ``after_any``
+    lines once that is found."""
+    fallback = None
+    for count, text in enumerate(lines[index + 1:index + 1 + limit]):
+        if fallback is not None and count > after_any:
+            break
+        stream, rest = split_rank(text)
+        time = parse_line_time(rest, CTX).time
+        if time is not None and stream_key(stream) == wanted:
+            return time
+        fallback = fallback or time
+    return fallback
+
+
+def _mixed(seed: int) -> list[str]:
+    """Ranks' lines, some stamped, some not, a few without a prefix, and runs of one rank."""
+    pick = random.Random(seed)
+    lines = []
+    for index in range(300):
+        rank = pick.choice([0, 1, 2, 3, None]) if pick.random() < 0.7 else 1
+        head = "" if rank is None else f"{rank}: "
+        if pick.random() < 0.15:
+            lines.append(f"{head}2026-11-20T10:{index // 60 % 60:02d}:{index % 60:02d}Z step {index}")
+        else:
+            lines.append(f"{head}NCCL WARN NET/IB : Got completion from peer with status=12 ({index})")
+    return lines
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_the_look_ahead_gives_what_a_line_by_line_walk_gives(seed: int) -> None:
+    """The look-ahead walks with LineStamps' memos (split lines, runs known unstamped) and its own loop: every
+    answer, in file order or shuffled, with a shared memo or a fresh one, is the plain line-by-line walk's."""
+    lines = _mixed(seed) if seed != 5 else _burst(seed)
+    buf = "\n".join(lines).encode()
+    starts = [0]
+    for text in lines:
+        starts.append(starts[-1] + len(text.encode()) + 1)
+    every = [Line(text=text, lineno=index + 1, offset=starts[index], _buf=buf, _start=starts[index],
+                  _end=starts[index] + len(text.encode())) for index, text in enumerate(lines)]
+    order = list(range(len(lines)))
+    random.Random(seed).shuffle(order)
+    answered = 0
+    for indexes in (range(len(lines)), order):
+        shared = LineStamps(CTX)
+        for index in indexes:
+            key = stream_key(split_rank(lines[index])[0])
+            for limit, after_any in ((100, 20), (9, 3), (5, 10), (1, 0)):
+                expected = _walked(lines, index, key, limit, after_any)
+                assert shared.next_time(every[index], key, limit, after_any) == expected
+                assert LineStamps(CTX).next_time(every[index], key, limit, after_any) == expected
+                answered += expected is not None
+    assert answered > len(lines)  # the walks found stamps, of the wanted stream and of others
+
+
 def test_a_combined_log_takes_the_zone_every_job_node_names() -> None:
     """A combined job log (no node of its own) is written in its nodes' local time: the zone all their facts
     name wins over the offset the controller printed the job's start with, not over a zone job.yaml names."""
