@@ -134,10 +134,11 @@ def prefix_address(text: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
-# An srun label and a line that opens no further prefix ('3536: node-443:40000:41000 [0] NCCL INFO ...'): what the
-# loop below makes of it, without it. After the label, a blank, '[', '(', ESC, a digit or 'P' may open another
-# prefix, and a line that opens with digits could be a shipper's stamp ('2024-...'), but not when a colon follows them.
-_LABEL_ONLY = re.compile(r"(\d+): (?![\s\[(\x1b\d]|P\d)")
+# An srun label, perhaps PyTorch's rank after it, and then no further prefix ('3536: node-443:40000:41000 [0] NCCL
+# INFO ...', '3: [rank3]:[E1120 14:00:30.0 ProcessGroupNCCL.cpp:632] ...'): the most common lines of an srun --label
+# log, read without the loop below when the prefix pattern finds nothing more where they end. Digits followed by a
+# colon are no shipper's stamp ('2024-...'), so the loop would have read the same.
+_LABEL_RANK = re.compile(r"(\d+): (?:\[rank(\d+)\]: ?)?")
 
 
 def split_rank(text: str) -> tuple[Optional[Stream], str]:
@@ -145,9 +146,10 @@ def split_rank(text: str) -> tuple[Optional[Stream], str]:
     (``[rank9]:``), torchrun (``[default9]:``, a LOCAL rank) and Open MPI ``--tag-output``
     (``[1,9]<stderr>:``) prefixes, and Ray's worker prefix (``(WorkerDict pid=123, ip=...)``, no rank);
     return which stream the line belongs to (None without a prefix) and the rest, as the program wrote it."""
-    label_only = _LABEL_ONLY.match(text)
-    if label_only is not None:  # the most common line of an srun --label log, and the neighbours timeinfer reads
-        return (int(label_only.group(1)), None, None), text[label_only.end():]
+    common = _LABEL_RANK.match(text)
+    if common is not None and _RANK_PREFIX.match(text, common.end()) is None:
+        rank = common.group(2)
+        return (int(common.group(1)), None if rank is None else int(rank), None), text[common.end():]
     return split_prefixes(text)
 
 

@@ -85,6 +85,11 @@ def test_split_rank_leaves_lines_without_a_prefix_alone(line: str) -> None:
     "3: \ttab", "3: [rank3]: boom", "3: [default1]: boom", "3: (pid=7) boom", "3: \x1b[31mred", "3: 4: nested",
     "3: P1 4: het", "3: Python", "3: P", "3: \u00a0no-break", "0003: zeros", "\u0663: an Arabic-Indic digit",
     "3:\tno blank", "3 : spaced", "P1 3: het", " 3: indented",
+    "3536: [rank3536]:[E1120 14:00:30.000000 ProcessGroupNCCL.cpp:632] [Rank 3536] Watchdog caught",
+    "3: [rank3]: Traceback (most recent call last):", "3: [rank3]:  two blanks", "3: [rank3]:", "3: [rank3]: ",
+    "3: [rank3]:[rank11]: a tee prefix around PyTorch's", "3: [rank3]: [default1]: x", "3: [rank3]: 4: x",
+    "3: [rank3]: \x1b[31mred", "3: [rank3]: (pid=7) x", "3: [rank]: no number", "3: [rank3] no colon",
+    "3: [rank3]: P2 5: x", "3: [rank3]: [1,2]<stderr>: x",
 ])
 def test_split_rank_shortcut_reads_a_bare_label_as_the_loop_does(line: str) -> None:
     assert split_rank(line) == split_prefixes(line)
