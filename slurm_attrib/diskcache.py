@@ -8,6 +8,9 @@ means making the value as if the cache were absent.
 The directory is $SLURM_ATTRIB_CACHE_DIR, else $XDG_CACHE_HOME/slurm-attrib, else
 ~/.cache/slurm-attrib; ``SLURM_ATTRIB_CACHE_DIR=off`` turns the cache off.
 
+A parsed document (rules, the XID catalog) is kept as JSON (:func:`cached_document`), never as pickle: what a
+cache file can make is data of the types a safe YAML loader gives, and only if it reads back equal.
+
 An entry decides which lines the rules ever see (a database) or what the rules say (parsed rules), and
 Hyperscan does not defend itself against a crafted database, so the cache is trusted only when nobody
 else could have written it: the directory (not a symlink) and the entry (a regular file, opened
@@ -18,12 +21,13 @@ else is passed over, never read and never written.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from .safeio import open_regular
 
@@ -65,6 +69,55 @@ def cached(shape: str, suffix: str, make: Callable[[], T], dump: Callable[[T], b
     except errors as exc:
         log.debug("cache entry %s not written (%s)", path, exc)
     return value
+
+
+def cached_document(shape: str, suffix: str, make: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+    """:func:`cached` for a parsed document (mappings, lists, tuples, strings, numbers, booleans, None), kept as
+    JSON; an entry that reads back as something ``valid`` refuses is made again, and a document JSON would not give
+    back equal (a YAML date, a set) is not stored."""
+
+    def load(data: bytes) -> Any:
+        document = json.loads(data, object_hook=_decoded)
+        if not valid(document):
+            raise ValueError("not the document this entry holds")
+        return document
+
+    def dump(document: Any) -> bytes:
+        data = json.dumps(_encoded(document), ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        if load(data) != document:
+            raise TypeError("the document does not read back equal")
+        return data
+
+    return cached(shape, suffix, make, dump, load, (TypeError, RecursionError))
+
+
+# JSON's objects take string keys only and it has no tuples: a mapping with other keys (the catalog's numbered
+# entries) is written as its pairs under _PAIRS, a tuple (a rule key's line and column) as its items under _TUPLE.
+# A mapping with a key that starts with NUL is written as pairs too, so an object of one such key is always a tag.
+_PAIRS, _TUPLE = "\0pairs", "\0tuple"
+
+
+def _encoded(value: Any) -> Any:
+    if isinstance(value, dict):
+        if all(type(key) is str and not key.startswith("\0") for key in value):
+            return {key: _encoded(item) for key, item in value.items()}
+        return {_PAIRS: [[_encoded(key), _encoded(item)] for key, item in value.items()]}
+    if isinstance(value, list):
+        return [_encoded(item) for item in value]
+    if isinstance(value, tuple):
+        return {_TUPLE: [_encoded(item) for item in value]}
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    raise TypeError(f"a {type(value).__name__} is not kept in the cache")
+
+
+def _decoded(mapping: dict[str, Any]) -> Any:
+    if len(mapping) == 1:
+        if isinstance(pairs := mapping.get(_PAIRS), list):
+            return {key: item for key, item in pairs}
+        if isinstance(items := mapping.get(_TUPLE), list):
+            return tuple(items)
+    return mapping
 
 
 def _owned(info: os.stat_result) -> bool:

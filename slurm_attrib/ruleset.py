@@ -14,7 +14,6 @@ RuleSet, so one bad drop-in never stops the finalizer while the bundled rules ke
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -237,8 +236,10 @@ def parse_bundled(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     for path, content in files:
         digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
     shape = repr(("rules/1", yaml.__version__, _LineLoader.__bases__[0].__name__, _this_code(), digest.hexdigest()))
-    return diskcache.cached(shape, ".rules.json", lambda: [parse_rule_file(p, c) for p, c in files],
-                            _dump_parsed, _load_parsed, (TypeError,))
+    parsed: list[dict[str, Any]] = diskcache.cached_document(
+        shape, ".rules.json", lambda: [parse_rule_file(p, c) for p, c in files],
+        lambda document: _parsed_files(document, len(files)))
+    return parsed
 
 
 def _this_code() -> str:
@@ -249,26 +250,8 @@ def _this_code() -> str:
         return __name__
 
 
-def _dump_parsed(parsed: list[dict[str, Any]]) -> bytes:
-    text = json.dumps(parsed, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if _load_parsed(text.encode()) != parsed:  # a tuple other than a key's place, a value JSON types differently
-        raise TypeError("the parsed rules do not survive JSON")
-    return text.encode()
-
-
-def _load_parsed(data: bytes) -> list[dict[str, Any]]:
-    parsed = json.loads(data, object_hook=_positions_as_tuples)
-    if not isinstance(parsed, list) or not all(isinstance(d, dict) for d in parsed):
-        raise ValueError("not a list of parsed rule files")
-    return parsed
-
-
-def _positions_as_tuples(mapping: dict[str, Any]) -> dict[str, Any]:
-    """The (line, column) of each key, which JSON wrote as a list."""
-    keys = mapping.get("__keys__")
-    if isinstance(keys, dict) and "__line__" in mapping:
-        mapping["__keys__"] = {k: tuple(v) if isinstance(v, list) else v for k, v in keys.items()}
-    return mapping
+def _parsed_files(parsed: Any, count: int) -> bool:
+    return isinstance(parsed, list) and len(parsed) == count and all(isinstance(d, dict) for d in parsed)
 
 
 def build_rule(path: str, data: dict[str, Any], origin: str = "bundled") -> Rule:

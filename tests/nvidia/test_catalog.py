@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.resources
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 import yaml
 
+from slurm_attrib.diskcache import CACHE_ENV
 from slurm_attrib.errors import AttribError, CatalogError
+from slurm_attrib.nvidia import catalog as catalog_module
 from slurm_attrib.nvidia.catalog import (
     BitMask,
     Catalog,
@@ -387,3 +391,22 @@ def test_malformed_text_raises(text: str) -> None:
     with pytest.raises(CatalogError) as info:
         parse_catalog_text(text)
     assert isinstance(info.value, AttribError)
+
+
+def test_the_cached_catalog_is_the_parsed_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The packaged catalog's parsed YAML is kept in the cache: a second process start reads it back instead of
+    parsing, and builds the same entries (numbered keys and all)."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    parses: list[str] = []
+    real = catalog_module.vendor_yaml
+    monkeypatch.setattr(catalog_module, "vendor_yaml", lambda *args: parses.append(args[1]) or real(*args))
+    fresh = catalog_module.parse_catalog_text(catalog_module.packaged_text(catalog_module.DATA_FILE, "x"))
+    parses.clear()
+    loaded = []
+    for _ in range(2):
+        catalog_module.load_catalog.cache_clear()
+        loaded.append(catalog_module.load_catalog())
+    catalog_module.load_catalog.cache_clear()
+    assert parses == ["xid catalog"] and list(tmp_path.glob("*.xid.json"))
+    for field in dataclasses.fields(fresh):
+        assert getattr(loaded[1], field.name) == getattr(fresh, field.name), field.name
