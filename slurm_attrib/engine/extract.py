@@ -263,6 +263,7 @@ class Extractor:
         _record_stats(cov, bf, stats, handler.found, count_lines=not scheduler)
         cov.notes.extend(handler.refused.notes(bf.rel))
         cov.notes.extend(handler.caps.notes(bf.rel))
+        cov.notes.extend(handler.notes(bf.rel))
         ctx.scan.add(stats)
 
 
@@ -863,6 +864,7 @@ class _LineHandler:
         self.aliased = index.aliased  # rules whose regex names a field in several branches ("host__2")
         self.memo: dict[str, Any] = {}  # the decoders' own, for this file (registry.decoder)
         self._one_rank_per_node: Optional[bool] = None  # the job's rank map (_label_is_rank)
+        self.unjudged: dict[str, list[int]] = {}  # error -> [lines, first line number]
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
         """Like :func:`infer_time`, but stops at the last hit line of the same stream whose stamp is
@@ -878,8 +880,19 @@ class _LineHandler:
 
     def __call__(self, line: Line) -> None:
         before = self.found
-        self._judge(line)
+        try:
+            self._judge(line)
+        except ValueError as exc:
+            # what a line's own text can make a conversion refuse (int() of a 5,000-digit number): that line is
+            # lost, not the bundle, and the coverage says which
+            seen = self.unjudged.setdefault(f"{type(exc).__name__}: {str(exc)[:160]}", [0, line.lineno])
+            seen[0] += 1
         self.symptom_lines += self.found > before
+
+    def notes(self, rel: str) -> list[str]:
+        """The lines a rule could not judge, one note per error."""
+        return [f"{rel}: {count} line(s) not judged, {error} (first: line {first})"
+                for error, (count, first) in sorted(self.unjudged.items())]
 
     def _judge(self, line: Line) -> None:
         # a kernel line quoted by whoever pasted the log ('> [ 12.5] NVRM: ...') is read as the line it quotes, and

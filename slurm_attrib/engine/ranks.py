@@ -17,10 +17,11 @@ from ..timestamps import COLLECTED_HOST, QUOTE_MARKER, json_object
 # or "(raylet) ", colour codes around it included (a process, not a rank: no number is taken from it, but
 # vLLM's "(VllmWorker rank=1 pid=788) " names its worker's rank);
 # also in the prefilter's bytes
-RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d+)\]: ?|\[(?:default|[A-Za-z][\w.-]{1,63}:(?=\d{1,4}\]:))(\d+)\]: ?|"
-                       r"(?:P\d{1,4} +)?(\d+): |"
-                       r"\[(?:\d+,)?(?:mpirank:)?(\d+)(?:,[\w.-]{1,64})?\]<(?:stdout|stderr|stddiag)>: ?|"
-                       r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d+))? pid=\d+|pid=\d+|raylet)"
+# A rank or task number is nine digits at most: a longer run is no prefix (and int() refuses one of 4,300 digits).
+RANK_PREFIX_PATTERN = (r"\s*(?:\[rank(\d{1,9})\]: ?|\[(?:default|[A-Za-z][\w.-]{1,63}:(?=\d{1,4}\]:))(\d{1,9})\]: ?|"
+                       r"(?:P\d{1,4} +)?(\d{1,9}): |"
+                       r"\[(?:\d{1,20},)?(?:mpirank:)?(\d{1,9})(?:,[\w.-]{1,64})?\]<(?:stdout|stderr|stddiag)>: ?|"
+                       r"(?:\x1b\[[\d;]*m)?\((?:[A-Za-z_][\w.:-]*(?: rank=(\d{1,9}))? pid=\d+|pid=\d+|raylet)"
                        r"(?:, ip=[\d.]+)?\)"
                        r"(?:\x1b\[[\d;]*m)? ?|"
                        r"\x1b\[[\d;]*m)")  # a colour code alone (rich, Ray, coloured loggers): no stream
@@ -75,7 +76,7 @@ _QUOTE_PREFIX = re.compile(QUOTE_PREFIX_PATTERN)
 # ProcessGroupNCCL's log prefix names the process group and the rank in it ("[PG 0 Rank 3] " in PyTorch 2.2
 # and 2.3, "[PG ID 0 PG GUID 0(default_pg) Rank 3] " since createLogPrefix); only the default group's (id 0)
 # rank is the global rank, a sub-group's is its own numbering.
-_PG_RANK = re.compile(r"\[PG (?:ID )?0(?: PG GUID 0)?(?:\s*\(default_pg\))? Rank (\d+)\]")
+_PG_RANK = re.compile(r"\[PG (?:ID )?0(?: PG GUID 0)?(?:\s*\(default_pg\))? Rank (\d{1,9})\]")
 
 Stream = tuple[Optional[int], Optional[int], Optional[int]]  # (srun label, [rankN], torchrun local rank)
 StreamKey = tuple[Optional[int], Optional[int]]  # (global rank or srun label, torchrun local rank)
@@ -138,7 +139,7 @@ def prefix_address(text: str) -> Optional[str]:
 # INFO ...', '3: [rank3]:[E1120 14:00:30.0 ProcessGroupNCCL.cpp:632] ...'): the most common lines of an srun --label
 # log, read without the loop below when the prefix pattern finds nothing more where they end. Digits followed by a
 # colon are no shipper's stamp ('2024-...'), so the loop would have read the same.
-_LABEL_RANK = re.compile(r"(\d+): (?:\[rank(\d+)\]: ?)?")
+_LABEL_RANK = re.compile(r"(\d{1,9}): (?:\[rank(\d{1,9})\]: ?)?")
 
 
 def split_rank(text: str) -> tuple[Optional[Stream], str]:

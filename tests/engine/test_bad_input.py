@@ -120,3 +120,43 @@ def test_read_error_mid_file_keeps_what_was_read(engine: Engine, tmp_path: Path)
     diag = engine.diagnose(root)
     assert diag.category == "gpu_hardware"
     assert "read stopped" in _notes(diag)
+
+
+def test_a_number_too_long_for_int_loses_a_line_not_the_bundle(engine: Engine, tmp_path: Path) -> None:
+    """A 5,000-digit 'srun label', '[rankN]' or process-group rank (Python's int() refuses 4,300 digits) is no rank
+    prefix: the bundle gets the verdict it gets with short numbers that name no rank of the job, not a traceback."""
+    lines = ("{n}: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+             "[rank{n}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+             "[PG 0 Rank {n}] Watchdog caught collective operation timeout\n")
+    verdicts = []
+    for digits in ("9" * 5000, "9" * 10):
+        root = _bundle(tmp_path / digits[:12])
+        (root / "syslog" / "node-01.log").write_bytes(XID)
+        (root / "applog" / "job.log").write_text(lines.format(n=digits))
+        diag = engine.diagnose(root)
+        verdicts.append((diag.status, diag.category, diag.culprit_nodes,
+                         sorted(s.kind for s in [*diag.candidates, *diag.supporting])))
+    assert verdicts[0] == verdicts[1] and "xid" in verdicts[0][3]
+
+
+def test_a_line_a_conversion_refuses_is_a_note(engine: Engine, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever else a line's text makes a conversion refuse (a ValueError while it is judged) loses that line,
+    with a coverage note that names it, and the rest of the bundle is judged as before."""
+    from slurm_attrib.engine import timeinfer
+
+    real = timeinfer.split_rank
+
+    def refusing(text: str) -> object:
+        if "poison" in text:
+            raise ValueError("refused on purpose")
+        return real(text)
+
+    monkeypatch.setattr(timeinfer, "split_rank", refusing)
+    root = _bundle(tmp_path)
+    (root / "syslog" / "node-01.log").write_bytes(XID)
+    (root / "applog" / "job.log").write_text("poison RuntimeError: CUDA error: an illegal memory access was "
+                                             "encountered\npoison RuntimeError: CUDA error: again\n")
+    diag = engine.diagnose(root)
+    assert diag.category == "gpu_hardware" and diag.culprit_nodes == ["node-01"]
+    assert "applog/job.log: 2 line(s) not judged, ValueError: refused on purpose (first: line 1)" in _notes(diag)
