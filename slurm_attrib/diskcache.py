@@ -1,21 +1,25 @@
 """What a start would otherwise make again, kept on disk between runs: the compiled Hyperscan
-database (:mod:`.engine.dbcache`, ~3 s to compile, a millisecond to load) and the parsed bundled rule
-files (:func:`.ruleset.load_ruleset`, ~50 ms of YAML per start, 3 ms of JSON). An entry is stored
-under the hash of everything that shaped it, so a changed input or library simply misses. The cache
-only ever saves time: a missing, unreadable or corrupt entry, or a directory that cannot be written,
-means making the value as if the cache were absent.
+database (:mod:`.engine.dbcache`, ~3 s to compile, a millisecond to load), the parsed bundled rule
+files (:func:`.ruleset.load_ruleset`, ~50 ms of YAML per start, ~10 ms of JSON) and the parsed XID
+catalog (:func:`.nvidia.catalog.load_catalog`, ~35 ms, 5 ms). An entry is stored under the hash of
+everything that shaped it, so a changed input, library or release simply misses. The cache only ever
+saves time: a missing, unreadable or corrupt entry, or a directory that cannot be written, means
+making the value as if the cache were absent.
 
-The directory is $SLURM_ATTRIB_CACHE_DIR, else $XDG_CACHE_HOME/slurm-attrib, else
-~/.cache/slurm-attrib; ``SLURM_ATTRIB_CACHE_DIR=off`` turns the cache off.
+The directory is $SLURM_ATTRIB_CACHE_DIR, else $XDG_CACHE_HOME/slurm-attrib (an absolute one: the XDG
+specification ignores a relative path), else ~/.cache/slurm-attrib of $HOME or, without one, of this
+user's account; ``SLURM_ATTRIB_CACHE_DIR=off`` turns the cache off.
 
 A parsed document (rules, the XID catalog) is kept as JSON (:func:`cached_document`), never as pickle: what a
 cache file can make is data of the types a safe YAML loader gives, and only if it reads back equal.
 
 An entry decides which lines the rules ever see (a database) or what the rules say (parsed rules), and
 Hyperscan does not defend itself against a crafted database, so the cache is trusted only when nobody
-else could have written it: the directory (not a symlink) and the entry (a regular file, opened
-without following links) belong to this process's user and are writable by nobody else. Anything
-else is passed over, never read and never written.
+else could have written it: the directory (opened without following a link, then the entry opened
+inside that open directory, so neither can be swapped between the check and the use) and the entry
+(a regular file with no other name: a hard link to someone's file is refused) belong to this
+process's user and are writable by nobody else. Anything else is passed over, never read and never
+written.
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ import hashlib
 import json
 import logging
 import os
+import pwd
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
-from .safeio import open_regular
+from . import __version__
 
 CACHE_ENV = "SLURM_ATTRIB_CACHE_DIR"
 log = logging.getLogger("slurm_attrib.cache")
@@ -43,31 +48,41 @@ def cache_dir() -> Optional[Path]:
         return None
     if configured:
         return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or (str(Path.home() / ".cache") if "HOME" in os.environ else "")
-    return Path(base) / "slurm-attrib" if base else None
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "slurm-attrib"
+    home = os.environ.get("HOME") or _account_home()
+    return Path(home) / ".cache" / "slurm-attrib" if os.path.isabs(home) else None
+
+
+def _account_home() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_dir
+    except KeyError:
+        return ""
 
 
 def cached(shape: str, suffix: str, make: Callable[[], T], dump: Callable[[T], bytes],
            load: Callable[[bytes], T], unusable: tuple[type[BaseException], ...] = ()) -> T:
     """The value ``make`` returns, read back with ``load`` from the entry ``shape`` names when a run stored it
-    before (``dump``); ``unusable``: what ``load`` and ``dump`` raise for an entry or value they cannot take,
-    besides OSError and ValueError."""
+    before (``dump``, called only where the entry can be written); ``unusable``: what ``load`` and ``dump`` raise
+    for an entry or value they cannot take, besides OSError and ValueError."""
     folder = cache_dir()
     if folder is None:
         return make()
-    path = folder / f"{hashlib.sha256(shape.encode()).hexdigest()[:32]}{suffix}"
+    name = f"{hashlib.sha256(shape.encode()).hexdigest()[:32]}{suffix}"
     errors: tuple[type[BaseException], ...] = (OSError, ValueError, *unusable)
-    data = _read(path)
+    data = _read(folder, name)
     if data is not None:
         try:
             return load(data)
         except errors as exc:
-            log.debug("cache entry %s unusable (%s); making it again", path, exc)
+            log.debug("cache entry %s unusable (%s); making it again", folder / name, exc)
     value = make()
     try:
-        _store(path, dump(value))
+        _store(folder, name, lambda: dump(value))
     except errors as exc:
-        log.debug("cache entry %s not written (%s)", path, exc)
+        log.debug("cache entry %s not written (%s)", folder / name, exc)
     return value
 
 
@@ -88,13 +103,15 @@ def cached_document(shape: str, suffix: str, make: Callable[[], Any], valid: Cal
             raise TypeError("the document does not read back equal")
         return data
 
-    return cached(shape, suffix, make, dump, load, (TypeError, RecursionError))
+    keyed = repr((_DOCUMENT_FORMAT, __version__, shape))  # how it is written, and the release that wrote it
+    return cached(keyed, suffix, make, dump, load, (TypeError, RecursionError))
 
 
 # JSON's objects take string keys only and it has no tuples: a mapping with other keys (the catalog's numbered
 # entries) is written as its pairs under _PAIRS, a tuple (a rule key's line and column) as its items under _TUPLE.
 # A mapping with a key that starts with NUL is written as pairs too, so an object of one such key is always a tag.
 _PAIRS, _TUPLE = "\0pairs", "\0tuple"
+_DOCUMENT_FORMAT = "json-tagged/1"
 
 
 def _encoded(value: Any) -> Any:
@@ -125,43 +142,67 @@ def _owned(info: os.stat_result) -> bool:
     return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _trusted_dir(folder: Path) -> bool:
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_ENTRY = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def _open_trusted(folder: Path) -> Optional[int]:
+    """A descriptor of ``folder`` when it is a directory (not a link) that is ours alone, else None."""
     try:
-        info = os.lstat(folder)
+        fd = os.open(folder, _DIRECTORY)
     except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and _owned(info)
+        return None
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode) and _owned(info):
+        return fd
+    os.close(fd)
+    log.debug("cache %s is not this user's alone; not used", folder)
+    return None
 
 
-def _read(path: Path) -> Optional[bytes]:
-    if not _trusted_dir(path.parent):
+def _read(folder: Path, name: str) -> Optional[bytes]:
+    directory = _open_trusted(folder)
+    if directory is None:
         return None
     try:
-        with open_regular(path) as handle:  # no link followed, regular files only
-            if not _owned(os.fstat(handle.fileno())):
-                log.debug("cache entry %s is not this user's alone; not read", path)
-                return None
-            return handle.read()
+        fd = os.open(name, _ENTRY, dir_fd=directory)  # no link followed, inside the directory checked
     except FileNotFoundError:
         return None
     except OSError as exc:
-        log.debug("cache entry %s unreadable (%s)", path, exc)
+        log.debug("cache entry %s unreadable (%s)", folder / name, exc)
         return None
+    finally:
+        os.close(directory)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) and _owned(info) and info.st_nlink == 1):
+            log.debug("cache entry %s is not a file of this user's alone; not read", folder / name)
+            return None
+        return handle.read()
 
 
-def _store(path: Path, data: bytes) -> None:
-    """Write beside the entry and rename over it: a concurrent reader sees all of it or nothing."""
-    tmp = ""
+def _store(folder: Path, name: str, dump: Callable[[], bytes]) -> None:
+    """Write beside the entry and rename over it, both inside the directory checked: a concurrent reader sees
+    all of it or nothing. ``dump`` is called only once the directory is known to be ours."""
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _trusted_dir(path.parent):
-            log.debug("cache %s is not this user's alone; not written", path.parent)
-            return
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as handle:
-            tmp = handle.name
-            handle.write(data)
-        os.replace(tmp, path)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
-        log.debug("cache %s not written (%s)", path.parent, exc)
-        if tmp:
-            Path(tmp).unlink(missing_ok=True)
+        log.debug("cache %s not made (%s)", folder, exc)
+        return
+    directory = _open_trusted(folder)
+    if directory is None:
+        return
+    tmp = f".tmp-{secrets.token_hex(8)}"
+    try:
+        data = dump()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600,
+                     dir_fd=directory)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except OSError:
+            os.unlink(tmp, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)

@@ -37,6 +37,7 @@ from .ruleschema import (
     RuleProblem,
     check_shape,
 )
+from .safeyaml import loader_version
 
 SITE_RULES_DIR = "/etc/slurm-attrib/rules.d"
 SITE_RULES_ENV = "SLURM_ATTRIB_RULES_D"
@@ -231,23 +232,28 @@ def parse_rule_file(path: str, content: bytes) -> dict[str, Any]:
 def parse_bundled(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     """:func:`parse_rule_file` of each bundled file, kept in the cache (:mod:`.diskcache`) as JSON between runs:
     parsing the YAML is most of what loading the rules costs. The entry is named by the files' paths and
-    contents, PyYAML's version and this module's code; a document JSON cannot hold as parsed is not stored."""
+    contents, the YAML loader's versions and this module's code; a document JSON cannot hold as parsed is not
+    stored."""
     digest = hashlib.sha256()
     for path, content in files:
         digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
-    shape = repr(("rules/1", yaml.__version__, _LineLoader.__bases__[0].__name__, _this_code(), digest.hexdigest()))
+    shape = repr(("rules/1", loader_version(_LineLoader.__bases__[0]), _CODE, digest.hexdigest()))
     parsed: list[dict[str, Any]] = diskcache.cached_document(
         shape, ".rules.json", lambda: [parse_rule_file(p, c) for p, c in files],
         lambda document: _parsed_files(document, len(files)))
     return parsed
 
 
-def _this_code() -> str:
-    """A digest of this module's source (the loader that makes what the cache holds); its name without one."""
+def _source_digest() -> str:
+    """A digest of this module's source as it was imported (the loader that makes what the cache holds); its name
+    where the source cannot be read (the release in every cached document's key stands for it then)."""
     try:
         return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     except OSError:
         return __name__
+
+
+_CODE = _source_digest()
 
 
 def _parsed_files(parsed: Any, count: int) -> bool:
@@ -381,22 +387,32 @@ def load_ruleset(site_dir: Optional[str] = None, include_site: bool = True,
     rules: dict[str, Rule] = {}
     contents: dict[str, bytes] = {}
     files = bundled_rule_files()
-    for (path, content), data in zip(files, parse_bundled(files)):
-        rule = build_rule(path, data, "bundled")
-        _refuse_site_id(rule)
-        _add(rules, rule)
-        contents[path] = content
+    try:
+        _add_bundled(rules, contents, files, parse_bundled(files))
+    except RuleFileError:  # a cached parse that does not build (changed by hand, or a broken release wrote it)
+        rules.clear()
+        contents.clear()
+        _add_bundled(rules, contents, files, [parse_rule_file(path, content) for path, content in files])
     others = [(p, c, "site") for p, c in site_rule_files(site_dir)] if include_site else []
     quarantined: list[RuleProblem] = []
     for path, content, origin in [*others, *((p, c, "extra") for p, c in extra)]:
         try:
-            rule = _admit(rules, path, content, origin)
+            _admit(rules, path, content, origin)
         except RuleFileError as exc:
             quarantined.append(exc.problem)
             log.error("site rule quarantined, left out of the ruleset: %s", exc.problem)
             continue
         contents[path] = content
     return _ruleset(rules, contents, tuple(quarantined))
+
+
+def _add_bundled(rules: dict[str, Rule], contents: dict[str, bytes], files: list[tuple[str, bytes]],
+                 parsed: list[dict[str, Any]]) -> None:
+    for (path, content), data in zip(files, parsed):
+        rule = build_rule(path, data, "bundled")
+        _refuse_site_id(rule)
+        _add(rules, rule)
+        contents[path] = content
 
 
 def _admit(rules: dict[str, Rule], path: str, content: bytes, origin: str) -> Rule:

@@ -54,6 +54,13 @@ def check_bounds(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NOD
             raise YAMLBoundError(f"more than {max_nodes} values once its aliases are expanded")
 
 
+def loader_version(loader: type = SAFE_LOADER) -> str:
+    """What parses with ``loader``: PyYAML's version, the loader's class and, for libyaml's, libyaml's version (the
+    key of a cached parse, :mod:`.diskcache`)."""
+    libyaml = getattr(getattr(yaml, "_yaml", None), "get_version_string", None)
+    return f"PyYAML {yaml.__version__}, {loader.__name__}, libyaml {libyaml() if callable(libyaml) else 'absent'}"
+
+
 def load(text: str, loader: type = SAFE_LOADER, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
     """``yaml.load(text, loader)`` once :func:`check_bounds` passed; ``loader`` must be a safe loader."""
     check_bounds(text, max_depth, max_nodes, loader)

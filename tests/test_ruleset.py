@@ -97,3 +97,12 @@ def test_off_writes_nothing(counting: _Counting, monkeypatch: pytest.MonkeyPatch
     files = [("rules/kernel/example.yaml", RULE.encode())]
     assert parse_bundled(files) == parse_bundled(files) and counting.calls == 2
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_cached_parse_that_does_not_build_gives_way_to_the_files(counting: _Counting, tmp_path: Path) -> None:
+    """An entry that reads back well formed but does not build (changed by hand, or written by a broken release)
+    costs a parse, never the start."""
+    expected = load_ruleset(include_site=False)
+    (entry,) = (tmp_path / "cache").glob("*.rules.json")
+    entry.write_bytes(entry.read_bytes().replace(b'"phase":"extract"', b'"phase":"bogus"', 1))
+    assert load_ruleset(include_site=False).rules == expected.rules

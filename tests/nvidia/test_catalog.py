@@ -410,3 +410,17 @@ def test_the_cached_catalog_is_the_parsed_one(monkeypatch: pytest.MonkeyPatch, t
     assert parses == ["xid catalog"] and list(tmp_path.glob("*.xid.json"))
     for field in dataclasses.fields(fresh):
         assert getattr(loaded[1], field.name) == getattr(fresh, field.name), field.name
+
+
+def test_a_cached_catalog_that_does_not_build_gives_way_to_the_file(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    catalog_module.load_catalog.cache_clear()
+    expected = catalog_module.load_catalog()
+    (entry,) = tmp_path.glob("*.xid.json")
+    entry.write_bytes(b'{"xids": "not a table"}')
+    catalog_module.load_catalog.cache_clear()
+    try:
+        assert catalog_module.load_catalog().xids == expected.xids
+    finally:
+        catalog_module.load_catalog.cache_clear()
