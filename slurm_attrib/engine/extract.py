@@ -846,6 +846,9 @@ _STAMP_SHAPED = re.compile(r"\s*(?:<\d{1,3}>\d|\{\s*\"|\d{9,11}\.\d{1,9}\s|"
                            r"\d{1,2}:\d{2}(?::\d{2})?\b)")
 
 
+MAX_ERROR_NOTES = 8  # kinds of error a file's notes name one by one (_LineHandler.notes)
+
+
 class _LineHandler:
     """Called for every prefilter hit of one file."""
 
@@ -885,7 +888,10 @@ class _LineHandler:
         except ValueError as exc:
             # what a line's own text can make a conversion refuse (int() of a 5,000-digit number): that line is
             # lost, not the bundle, and the coverage says which
-            seen = self.unjudged.setdefault(f"{type(exc).__name__}: {str(exc)[:160]}", [0, line.lineno])
+            error = f"{type(exc).__name__}: {str(exc)[:160]}"
+            if error not in self.unjudged and len(self.unjudged) >= MAX_ERROR_NOTES:
+                error = "other errors"  # the text is the line's: so many kinds of it are one note
+            seen = self.unjudged.setdefault(error, [0, line.lineno])
             seen[0] += 1
         self.symptom_lines += self.found > before
 

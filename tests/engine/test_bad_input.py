@@ -150,13 +150,18 @@ def test_a_line_a_conversion_refuses_is_a_note(engine: Engine, tmp_path: Path,
     def refusing(text: str) -> object:
         if "poison" in text:
             raise ValueError("refused on purpose")
+        if "varied" in text:
+            raise ValueError(text)  # a message the line shapes: a file's notes still name eight at most
         return real(text)
 
     monkeypatch.setattr(timeinfer, "split_rank", refusing)
     root = _bundle(tmp_path)
     (root / "syslog" / "node-01.log").write_bytes(XID)
-    (root / "applog" / "job.log").write_text("poison RuntimeError: CUDA error: an illegal memory access was "
-                                             "encountered\npoison RuntimeError: CUDA error: again\n")
+    illegal = "CUDA error: an illegal memory access was encountered"
+    (root / "applog" / "job.log").write_text(f"poison RuntimeError: {illegal}\npoison RuntimeError: {illegal}\n"
+                                             + "".join(f"varied {n} {illegal}\n" for n in range(30)))
     diag = engine.diagnose(root)
     assert diag.category == "gpu_hardware" and diag.culprit_nodes == ["node-01"]
-    assert "applog/job.log: 2 line(s) not judged, ValueError: refused on purpose (first: line 1)" in _notes(diag)
+    notes = [note for cov in diag.coverage for note in cov.notes if "not judged" in note]
+    assert "applog/job.log: 2 line(s) not judged, ValueError: refused on purpose (first: line 1)" in notes
+    assert "applog/job.log: 23 line(s) not judged, other errors (first: line 10)" in notes and len(notes) == 9
