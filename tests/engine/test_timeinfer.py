@@ -126,17 +126,22 @@ def _burst(seed: int) -> list[str]:
     return lines
 
 
+def _lines_of(lines: list[str]) -> list[Line]:
+    """Each of ``lines`` as the scan hands a hit over: its text, number and place in the one buffer of them all."""
+    buf = "\n".join(lines).encode()
+    starts = [0]
+    for text in lines:
+        starts.append(starts[-1] + len(text.encode()) + 1)
+    return [Line(text=text, lineno=index + 1, offset=starts[index], _buf=buf, _start=starts[index],
+                 _end=starts[index] + len(text.encode())) for index, text in enumerate(lines)]
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_unstamped_runs_it_remembers_change_no_answer(seed: int) -> None:
     """The runs of unstamped lines one hit's walk read let the next hit's walk step over them: every answer is
     the one a walk without that memory gives, whatever order the hits come in and whatever the limits."""
     lines = _burst(seed)
-    buf = "\n".join(lines).encode()
-    starts = [0]
-    for text in lines:
-        starts.append(starts[-1] + len(text.encode()) + 1)
-    every = [Line(text=text, lineno=index + 1, offset=starts[index], _buf=buf, _start=starts[index],
-                  _end=starts[index] + len(text.encode())) for index, text in enumerate(lines)]
+    every = _lines_of(lines)
     order = list(range(len(lines)))
     random.Random(seed).shuffle(order)
     for indexes in (range(len(lines)), order):
@@ -186,12 +191,7 @@ def test_the_look_ahead_gives_what_a_line_by_line_walk_gives(log: list[str]) -> 
     """The look-ahead walks with LineStamps' memos (split lines, runs known unstamped) and its own loop: every
     answer, in file order or shuffled, with a shared memo or a fresh one, is the plain line-by-line walk's."""
     lines = log
-    buf = "\n".join(lines).encode()
-    starts = [0]
-    for text in lines:
-        starts.append(starts[-1] + len(text.encode()) + 1)
-    every = [Line(text=text, lineno=index + 1, offset=starts[index], _buf=buf, _start=starts[index],
-                  _end=starts[index] + len(text.encode())) for index, text in enumerate(lines)]
+    every = _lines_of(lines)
     order = list(range(len(lines)))
     random.Random(len(lines)).shuffle(order)
     answered = 0
