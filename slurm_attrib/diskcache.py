@@ -152,7 +152,11 @@ def _open_trusted(folder: Path) -> Optional[int]:
         fd = os.open(folder, _DIRECTORY)
     except OSError:
         return None
-    info = os.fstat(fd)
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
     if stat.S_ISDIR(info.st_mode) and _owned(info):
         return fd
     os.close(fd)
