@@ -32,6 +32,7 @@ import pwd
 import secrets
 import stat
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Optional, TypeVar
 
 from . import __version__
@@ -60,6 +61,18 @@ def _account_home() -> str:
         return pwd.getpwuid(os.geteuid()).pw_dir
     except KeyError:
         return ""
+
+
+def source_digest(*modules: ModuleType) -> str:
+    """A digest of the modules' source files, for a key that must miss once the code that makes an entry changes;
+    a module whose source cannot be read counts by its name (the release in the key then stands for it)."""
+    digest = hashlib.sha256()
+    for module in modules:
+        try:
+            digest.update(Path(str(module.__file__)).read_bytes())
+        except (OSError, TypeError):
+            digest.update(repr(getattr(module, "__name__", "")).encode())
+    return digest.hexdigest()
 
 
 def cached(shape: str, suffix: str, make: Callable[[], T], dump: Callable[[T], bytes],

@@ -17,9 +17,10 @@ import hashlib
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
@@ -237,23 +238,17 @@ def parse_bundled(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     digest = hashlib.sha256()
     for path, content in files:
         digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
-    shape = repr(("rules/1", loader_version(_LineLoader.__bases__[0]), _CODE, digest.hexdigest()))
+    shape = repr(("rules/1", loader_version(_LineLoader.__bases__[0]), _loader_code(), digest.hexdigest()))
     parsed: list[dict[str, Any]] = diskcache.cached_document(
         shape, ".rules.json", lambda: [parse_rule_file(p, c) for p, c in files],
         lambda document: _parsed_files(document, len(files)))
     return parsed
 
 
-def _source_digest() -> str:
-    """A digest of this module's source as it was imported (the loader that makes what the cache holds); its name
-    where the source cannot be read (the release in every cached document's key stands for it then)."""
-    try:
-        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    except OSError:
-        return __name__
-
-
-_CODE = _source_digest()
+@cache
+def _loader_code() -> str:
+    """A digest of this module's source: the loader that makes what the rules cache holds."""
+    return diskcache.source_digest(sys.modules[__name__])
 
 
 def _parsed_files(parsed: Any, count: int) -> bool:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..diskcache import CACHE_ENV, cache_dir, cached
-
-__all__ = ["CACHE_ENV", "cache_dir", "cached_database"]
+from ..diskcache import cached
 
 
 def cached_database(hs: Any, shape: tuple[Any, ...], compile_db: Callable[[], Any]) -> Any:

@@ -11,14 +11,13 @@ results. ``SLURM_ATTRIB_PREFILTER=re`` forces the fallback.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
+from ..diskcache import source_digest
 from ..ruleset import Rule
 from ..scan import Prefilter, RegexPrefilter, fold_bytes
 from . import bytepattern, ranks
@@ -112,13 +111,7 @@ def _source(rule: Rule) -> tuple[Any, ...]:
 @functools.lru_cache(maxsize=1)
 def _translator() -> str:
     """A digest of the code that turns rules into patterns: a changed translation misses the cache."""
-    digest = hashlib.sha256()
-    for module in (bytepattern, ranks, sys.modules[__name__]):  # ranks: the prefixes a pattern may follow
-        try:
-            digest.update(Path(str(module.__file__)).read_bytes())
-        except (OSError, TypeError):
-            digest.update(repr(getattr(module, "__name__", "")).encode())
-    return digest.hexdigest()
+    return source_digest(bytepattern, ranks, sys.modules[__name__])  # ranks: the prefixes a pattern may follow
 
 
 def _compile_all(hs: Any, patterns: tuple[tuple[bytes, bytes], ...], flags: list[int]) -> Any:

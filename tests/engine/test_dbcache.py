@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from slurm_attrib import diskcache
 from slurm_attrib.engine import dbcache
 
 hyperscan = pytest.importorskip("hyperscan")
@@ -34,7 +35,7 @@ def _matches(db: Any, data: bytes) -> list[int]:
 
 
 def test_a_second_run_loads_what_the_first_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dbcache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(tmp_path))
     compiler = _Compiler()
     first = dbcache.cached_database(hyperscan, SHAPE, compiler)
     second = dbcache.cached_database(hyperscan, SHAPE, compiler)
@@ -44,7 +45,7 @@ def test_a_second_run_loads_what_the_first_compiled(tmp_path: Path, monkeypatch:
 
 
 def test_another_shape_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dbcache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(tmp_path))
     compiler = _Compiler()
     dbcache.cached_database(hyperscan, SHAPE, compiler)
     dbcache.cached_database(hyperscan, ((0,), ()), compiler)
@@ -52,7 +53,7 @@ def test_another_shape_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_corrupt_entry_is_compiled_again_and_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dbcache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(tmp_path))
     dbcache.cached_database(hyperscan, SHAPE, _Compiler())
     entry = next(tmp_path.glob("*.hsdb"))
     entry.write_bytes(b"garbage")
@@ -64,22 +65,22 @@ def test_a_corrupt_entry_is_compiled_again_and_replaced(tmp_path: Path, monkeypa
 def test_an_unwritable_folder_only_costs_the_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setenv(dbcache.CACHE_ENV, str(blocker / "cache"))
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(blocker / "cache"))
     compiler = _Compiler()
     assert dbcache.cached_database(hyperscan, SHAPE, compiler) is not None and compiler.calls == 1
 
 
 def test_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dbcache.CACHE_ENV, "off")
+    monkeypatch.setenv(diskcache.CACHE_ENV, "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     dbcache.cached_database(hyperscan, SHAPE, _Compiler())
-    assert dbcache.cache_dir() is None and list(tmp_path.rglob("*")) == []
+    assert diskcache.cache_dir() is None and list(tmp_path.rglob("*")) == []
 
 
 def test_the_folder_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(dbcache.CACHE_ENV, raising=False)
+    monkeypatch.delenv(diskcache.CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert dbcache.cache_dir() == tmp_path / "slurm-attrib"
+    assert diskcache.cache_dir() == tmp_path / "slurm-attrib"
 
 
 def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path: Path,
@@ -88,7 +89,7 @@ def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path: Path,
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    monkeypatch.setenv(dbcache.CACHE_ENV, str(shared))
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(shared))
     compiler = _Compiler()
     dbcache.cached_database(hyperscan, SHAPE, compiler)
     dbcache.cached_database(hyperscan, SHAPE, compiler)
@@ -97,7 +98,7 @@ def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path: Path,
 
 def test_an_entry_that_is_a_symlink_is_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
-    monkeypatch.setenv(dbcache.CACHE_ENV, str(cache))
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(cache))
     dbcache.cached_database(hyperscan, SHAPE, _Compiler())
     (entry,) = cache.glob("*.hsdb")
     planted = tmp_path / "planted.hsdb"
