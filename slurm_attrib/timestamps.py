@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
@@ -92,9 +92,10 @@ class TimeContext:
     boot_time: datetime | None = None
 
 
-@dataclass(frozen=True)
-class ParsedStamp:
-    """The time found at the start of one log line, the rest of the line, and how it was resolved."""
+class ParsedStamp(NamedTuple):
+    """The time found at the start of one log line, the rest of the line, and how it was resolved. A named
+    tuple, not a frozen dataclass: one is made for every line whose time is read, and a frozen dataclass's
+    ``__init__`` (a guarded ``object.__setattr__`` per field) costs three times as much."""
 
     time: datetime | None
     message: str
@@ -339,14 +340,21 @@ def _absolute(m: re.Match[str], ctx: TimeContext) -> tuple[datetime, tuple[str, 
     """Resolve a match with year, month ``mo`` or name ``mon``, day, clock and optional offset."""
     name = _opt(m, "mon")
     month = (_month(name) or 0) if name is not None else int(m["mo"])
-    wall = _wall(int(m["Y"]), month, int(m["d"]), _clock(m))
     offset = _opt(m, "off")
-    if offset is None:
-        time = _in_zone(wall, ctx.zone, ctx)
-        return None if time is None else (time, (_zone_note(ctx),))
-    zone = _offset_zone(offset)
-    time = None if zone is None else _in_zone(wall, zone)
-    return None if time is None else (time, ())
+    zone = ctx.zone if offset is None else _offset_zone(offset)
+    if zone is None:
+        return None
+    notes = (_zone_note(ctx),) if offset is None else ()
+    if isinstance(zone, timezone):
+        # a fixed offset (UTC, '+02:00') repeats no hour: the time is made aware at once, what _in_zone would make
+        # of the wall time in two more steps (a stamp per line: each replace() costs as much as the datetime)
+        try:
+            aware = datetime(int(m["Y"]), month, int(m["d"]), *_clock(m), tzinfo=zone)
+            return (aware if zone is _UTC else aware.astimezone(_UTC)), notes
+        except (OverflowError, ValueError):
+            return None
+    time = _in_zone(_wall(int(m["Y"]), month, int(m["d"]), _clock(m)), zone, ctx)
+    return None if time is None else (time, notes)
 
 
 def _window(ctx: TimeContext) -> tuple[datetime, datetime] | None:
@@ -412,7 +420,11 @@ def _stamp(
     tag: str | None = None,
 ) -> ParsedStamp:
     """Build the result: the message is whatever follows the matched prefix in the full line."""
-    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, tuple(sorted(set(notes))), tag, _facility(m))
+    return ParsedStamp(time, line[m.end() :], fmt, host, uptime, notes if len(notes) < 2 else tuple(sorted(set(notes))),
+                       tag, _facility(m) if _FACILITY_GROUPS & m.re.groupindex.keys() else None)
+
+
+_FACILITY_GROUPS = frozenset(("kpri", "pri", "fac", "dfac"))  # what _facility reads: most formats have none
 
 
 def _facility(m: re.Match[str]) -> int | None:
@@ -736,14 +748,14 @@ def parse_line_time(line: str, ctx: TimeContext) -> ParsedStamp:
     if not inner.fmt:
         return stamp
     if collected["lineno"] is not None:
-        return replace(inner, assumptions=tuple(sorted({*inner.assumptions, "line prefixed by a line number"})))
+        return inner._replace(assumptions=tuple(sorted({*inner.assumptions, "line prefixed by a line number"})))
     if collected["quote"] is not None:
-        return replace(inner, assumptions=tuple(sorted({*inner.assumptions, "line quoted (a pasted log)"})))
+        return inner._replace(assumptions=tuple(sorted({*inner.assumptions, "line quoted (a pasted log)"})))
     host = collected["host"]
     if host == "kernel":  # a forwarder that kept the kernel's tag and dropped the rest
-        return replace(inner, tag=inner.tag or host)
+        return inner._replace(tag=inner.tag or host)
     notes = (*inner.assumptions, "line prefixed by a collection tool (pdsh, clush, grep)")
-    return replace(inner, host=inner.host or host, assumptions=tuple(sorted(set(notes))))
+    return inner._replace(host=inner.host or host, assumptions=tuple(sorted(set(notes))))
 
 
 def _parse_own(line: str, ctx: TimeContext) -> ParsedStamp:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -248,7 +247,7 @@ def test_formats(
     assumptions: tuple[str, ...],
 ) -> None:
     parsed = parse_line_time(line, ctx)
-    assert dataclasses.replace(parsed, tag=None, facility=None) == ParsedStamp(
+    assert parsed._replace(tag=None, facility=None) == ParsedStamp(
         time=_utc(expected) if expected else None,
         message=message,
         fmt=fmt,

@@ -7,7 +7,7 @@ import functools
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Optional
@@ -74,7 +74,7 @@ from .ranks import (
 from .registry import DECODERS, RULES
 from .timeinfer import LineStamps, infer_time, next_time, shift_time, time_context
 
-INT_FIELDS = ("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal")
+INT_FIELDS = frozenset(("code", "rank", "exit_code", "pid", "local_rank", "seq", "link", "task", "signal"))
 
 
 _ALIASED_GROUP = re.compile(r"\(\?P<\w+__\d+>")
@@ -1075,7 +1075,7 @@ class _LineHandler:
     def _emit(self, rule: Rule, line: Line, text: str, stream: Optional[Stream], stamp: ParsedStamp,
               groups: dict[str, Any], trust: str, file_node: Optional[str]) -> None:
         """``file_node``: the node whose output the line is (the file's, or a pdsh prefix's)."""
-        fields = {k: _typed(k, v) for k, v in sorted(groups.items()) if v is not None}
+        fields = _fields_of(groups)
         if rule.id in self.aliased:  # "host__2": one field in another wording's branch (group names are unique)
             fields = _unalias(fields)
         if file_node is None and stream is not None and stream[0] is not None and stream[1] is None \
@@ -1247,7 +1247,7 @@ def _monotonic_over_wall(stamp: ParsedStamp, timectx: TimeContext, groups: dict[
         return stamp
     groups["wall_stamp_off_s"] = str(int(off))
     note = f"time from the kernel's uptime and the boot time: the wall stamp was {int(off)} s off"
-    return replace(stamp, time=kernel, assumptions=tuple(sorted({*stamp.assumptions, note})))
+    return stamp._replace(time=kernel, assumptions=tuple(sorted({*stamp.assumptions, note})))
 
 
 def _journal_message(text: str) -> Optional[str]:
@@ -1328,12 +1328,12 @@ def pretty_record(line: Line, stamp: ParsedStamp, timectx: TimeContext) -> Parse
     record, duplicated = _parse_record("\n".join([root or "", *reversed(above), line.text, *below]),
                                        PRETTY_RECORD_CHARS) if root is not None and depth == 0 else (None, False)
     if record is None:
-        return replace(stamp, fmt=EXPORT_RECORD, tag="unparsed-record")
+        return stamp._replace(fmt=EXPORT_RECORD, tag="unparsed-record")
     found = _record_stamp(record, duplicated, stamp, timectx)
     if found.fmt == EXPORT_RECORD and found.tag is None and found.facility is None:
         # a record that names no writer at all (an object in an array of a program's own record, whatever its
         # depth): nothing says the kernel wrote it
-        return replace(found, tag=NO_WRITER)
+        return found._replace(tag=NO_WRITER)
     return found
 
 
@@ -1601,6 +1601,24 @@ def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) ->
         return None
     return ParsedStamp(time=when, message=stamp.message, fmt=stamp.fmt, host=stamp.host, uptime=stamp.uptime,
                        tag=stamp.tag, assumptions=("time from the message's own date-time",))
+
+
+def _fields_of(groups: dict[str, Any]) -> dict[str, Any]:
+    """A match's groups that took part, in name order, typed as :func:`_typed` types them (written out: this
+    runs for every symptom line, a dozen groups each)."""
+    fields: dict[str, Any] = {}
+    for key in sorted(groups):
+        value = groups[key]
+        if value is None:
+            continue
+        if key in INT_FIELDS:
+            try:
+                fields[key] = int(value)
+            except ValueError:
+                fields[key] = value
+        else:
+            fields[key] = value.strip()
+    return fields
 
 
 def _typed(key: str, value: str) -> Any:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 from ..model import Symptom
 from .context import EngineContext
 
-_PEER_TAIL = re.compile(r"(?:%[\w.]+)?(?:<\d+>)?$")  # NCCL's %interface and <port> after an address
+_INTERFACE = re.compile(r"[\w.]+")  # NCCL's %interface after an address
 
 
 def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
@@ -57,7 +57,14 @@ def job_node(ctx: EngineContext, name: str) -> Optional[str]:
 def _bare_address(peer: str) -> str:
     """The address without interface and port. A ``:port`` goes only after a host or IPv4 address (one
     colon): in an IPv6 address (``fe80::1``) the last group is no port."""
-    text = _PEER_TAIL.sub("", peer.strip(), count=1)
+    text = peer.strip()
+    if text.endswith(">"):  # NCCL's '<port>' (the tail read from the end: a search for it tries every position)
+        opened = text.rfind("<")
+        if opened >= 0 and text[opened + 1:-1].isdecimal():
+            text = text[:opened]
+    percent = text.rfind("%")
+    if percent >= 0 and _INTERFACE.fullmatch(text, percent + 1):  # '%ib0'
+        text = text[:percent]
     host, colon, port = text.rpartition(":")
     return host if colon and port.isdigit() and ":" not in host else text
 

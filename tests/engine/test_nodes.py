@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -9,7 +10,7 @@ import pytest
 
 from slurm_attrib.bundle import Bundle
 from slurm_attrib.engine.context import EngineContext, EngineSettings
-from slurm_attrib.engine.nodes import match_node, resolve_node, resolve_peer
+from slurm_attrib.engine.nodes import _bare_address, match_node, resolve_node, resolve_peer
 from slurm_attrib.model import JobFacts
 from slurm_attrib.ruleset import RuleSet
 
@@ -84,3 +85,19 @@ def test_resolve_peer_drops_a_port_after_a_host_but_not_an_ipv6_group(peer: str,
 ])
 def test_a_short_name_is_taken_only_before_a_domain(name: str, node: Optional[str]) -> None:
     assert match_node({"node05"}, name) == node
+
+
+# the tail pattern _bare_address read with a regex search before it read it from the end: both must agree
+_TAIL = re.compile(r"(?:%[\w.]+)?(?:<\d+>)?$")
+
+
+@pytest.mark.parametrize("peer", [
+    "node-03<54862>", "10.0.0.3<1>", "fe80::1%ib0<5>", "fe80::1%ib0", "a%b.c<12>", "a%b:c<1>", "a<1>%ib0", "<5>",
+    "<>", "a<>", "a<x1>", "a%<1>", "a%", "%ib0", "a%ib0%ib1<2>", "a<1><2>", "a<٣>", "a<²>", "a%é<1>", "a%b-c<1>",
+    "  node-03<7>  ", "10.0.0.3:5000<9>", "x" * 300 + "<1>", "",
+])
+def test_bare_address_strips_the_tail_the_regex_did(peer: str) -> None:
+    text = _TAIL.sub("", peer.strip(), count=1)
+    host, colon, port = text.rpartition(":")
+    expected = host if colon and port.isdigit() and ":" not in host else text
+    assert _bare_address(peer) == expected
