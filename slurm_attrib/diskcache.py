@@ -20,17 +20,25 @@ inside that open directory, so neither can be swapped between the check and the 
 (a regular file with no other name: a hard link to someone's file is refused) belong to this
 process's user and are writable by nobody else. Anything else is passed over, never read and never
 written.
+
+The cache keeps itself small: a start that reads an entry marks it used (its mtime, at most once a day), and a
+start that stores one removes the entries no start has used for :data:`MAX_IDLE_S` (an upgrade's, an edited site
+rule's), a writer's leftover ``.tmp-*`` older than an hour, and then the least recently used entries until all of
+them take at most :data:`MAX_BYTES`. Only regular files of this user's, under names the cache gives, are removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import pwd
+import re
 import secrets
 import stat
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Optional, TypeVar
@@ -38,6 +46,12 @@ from typing import Any, Callable, Optional, TypeVar
 from . import __version__
 
 CACHE_ENV = "SLURM_ATTRIB_CACHE_DIR"
+MAX_IDLE_S = 30 * 86400  # an entry no start has read for this long goes when the next entry is stored
+MAX_BYTES = 256 << 20  # then the least recently used go until the entries take at most this (a database ~8 MB)
+USED_EVERY_S = 86400  # a read marks its entry used when the mark is older than this: not a write per start
+STALE_WRITE_S = 3600  # a '.tmp-*' this old is a killed writer's, not one still writing
+_ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.[a-z][a-z.]{0,15}")  # what cached() names an entry
+_WRITE_NAME = re.compile(r"\.tmp-[0-9a-f]{16}")  # what _store names the file it writes first
 log = logging.getLogger("slurm_attrib.cache")
 T = TypeVar("T")
 
@@ -195,6 +209,9 @@ def _read(folder: Path, name: str) -> Optional[bytes]:
         if not (stat.S_ISREG(info.st_mode) and _owned(info) and info.st_nlink == 1):
             log.debug("cache entry %s is not a file of this user's alone; not read", folder / name)
             return None
+        if time.time() - info.st_mtime > USED_EVERY_S:
+            with contextlib.suppress(OSError):  # a read-only cache (ProtectSystem=) is still read
+                os.utime(fd)  # used: the next prune keeps it
         return handle.read()
 
 
@@ -221,5 +238,51 @@ def _store(folder: Path, name: str, dump: Callable[[], bytes]) -> None:
         except OSError:
             os.unlink(tmp, dir_fd=directory)
             raise
+        try:
+            prune(directory, name, time.time())
+        except OSError as exc:
+            log.debug("cache %s not pruned (%s)", folder, exc)
     finally:
         os.close(directory)
+
+
+def prune(directory: int, stored: str, now: float) -> list[str]:
+    """Remove, from the open cache ``directory``, the entries not used for :data:`MAX_IDLE_S` and the writers'
+    leftovers older than :data:`STALE_WRITE_S`, then the least recently used entries (the oldest mark first, by
+    name on a tie) until the entries take at most :data:`MAX_BYTES`; never ``stored``, the entry just written.
+    Only regular files of this user's with a name the cache gives are looked at; no link is followed. The names
+    removed, in the order they went."""
+    removed: list[str] = []
+    kept: list[tuple[float, str, int]] = []
+    total = 0
+    found: list[tuple[str, os.stat_result]] = []
+    with os.scandir(directory) as listing:
+        for item in listing:
+            if _ENTRY_NAME.fullmatch(item.name) or _WRITE_NAME.fullmatch(item.name):
+                with contextlib.suppress(FileNotFoundError):  # another start pruned it first
+                    found.append((item.name, item.stat(follow_symlinks=False)))
+    for name, info in sorted(found):
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            continue
+        writing = name.startswith(".")
+        if name != stored and now - info.st_mtime > (STALE_WRITE_S if writing else MAX_IDLE_S):
+            _remove(directory, name, removed)
+        elif not writing:
+            total += info.st_size
+            if name != stored:
+                kept.append((info.st_mtime, name, info.st_size))
+    for _, name, size in sorted(kept):
+        if total <= MAX_BYTES:
+            break
+        if _remove(directory, name, removed):
+            total -= size
+    return removed
+
+
+def _remove(directory: int, name: str, removed: list[str]) -> bool:
+    try:
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:  # another start pruned it first
+        return False
+    removed.append(name)
+    return True

@@ -4,6 +4,8 @@ as something the caller refuses is made again and replaced."""
 from __future__ import annotations
 
 import datetime
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +125,85 @@ def test_the_folder_without_a_cache_setting(tmp_path: Path, monkeypatch: pytest.
     assert diskcache.cache_dir() == tmp_path / "account" / ".cache" / "slurm-attrib"
     monkeypatch.setattr(diskcache, "_account_home", lambda: "")
     assert diskcache.cache_dir() is None
+
+
+NOW = 1_800_000_000.0  # the time the prune tests run at
+
+
+def _file(folder: Path, name: str, age_s: float, size: int = 10, now: float = NOW) -> Path:
+    path = folder / name
+    path.write_bytes(b"x" * size)
+    os.utime(path, (now - age_s, now - age_s))
+    return path
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir())
+
+
+def test_storing_an_entry_removes_what_no_start_used(folder: Path, tmp_path: Path) -> None:
+    """An entry nobody read for longer than MAX_IDLE_S (the database of the rules before an upgrade) and a killed
+    writer's '.tmp-*' go when a start stores an entry; a recent entry, a write still under way, a file the cache did
+    not name, and a link named like an entry (its target least of all) stay."""
+    folder.mkdir(mode=0o700)
+    now = time.time()
+    _file(folder, "a" * 32 + ".hsdb", diskcache.MAX_IDLE_S + 60, now=now)
+    _file(folder, "b" * 32 + ".hsdb", diskcache.MAX_IDLE_S - 3600, now=now)
+    _file(folder, ".tmp-" + "c" * 16, diskcache.STALE_WRITE_S + 60, now=now)
+    _file(folder, ".tmp-" + "d" * 16, 60, now=now)
+    _file(folder, "notes.txt", diskcache.MAX_IDLE_S * 2, now=now)
+    outside = _file(tmp_path, "outside", diskcache.MAX_IDLE_S * 2, now=now)
+    link = folder / ("e" * 32 + ".hsdb")
+    link.symlink_to(outside)
+    os.utime(link, (now - diskcache.MAX_IDLE_S * 2,) * 2, follow_symlinks=False)  # the link itself long unused
+    make, dump = _Maker(b"value"), _Dump()
+    assert diskcache.cached("shape", ".bin", make, dump, lambda data: data) == b"value"
+    (stored,) = folder.glob("*.bin")
+    assert _names(folder) == sorted([".tmp-" + "d" * 16, "b" * 32 + ".hsdb", "e" * 32 + ".hsdb", "notes.txt",
+                                     stored.name])
+    assert outside.read_bytes() == b"x" * 10
+
+
+def test_the_least_recently_used_go_until_the_entries_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over MAX_BYTES, the entries with the oldest mark go first (by name on a tie), never the one just stored,
+    however big; a writer's file does not count."""
+    monkeypatch.setattr(diskcache, "MAX_BYTES", 100)
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    for name, age_s in (("1", 300), ("2", 500), ("3", 500), ("4", 100)):
+        _file(folder, name * 32 + ".hsdb", age_s, size=40)
+    _file(folder, ".tmp-" + "f" * 16, 60, size=1000)
+    _file(folder, "5" * 32 + ".hsdb", 900, size=20)  # the entry just stored: an old mark, and kept
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        removed = diskcache.prune(directory, "5" * 32 + ".hsdb", NOW)
+    finally:
+        os.close(directory)
+    assert removed == ["2" * 32 + ".hsdb", "3" * 32 + ".hsdb"]  # 180 bytes, then 140, then 100: they fit
+    assert _names(folder) == sorted([".tmp-" + "f" * 16, "1" * 32 + ".hsdb", "4" * 32 + ".hsdb", "5" * 32 + ".hsdb"])
+    monkeypatch.setattr(diskcache, "MAX_BYTES", 10)
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        assert diskcache.prune(directory, "5" * 32 + ".hsdb", NOW) == ["1" * 32 + ".hsdb", "4" * 32 + ".hsdb"]
+    finally:
+        os.close(directory)
+    assert _names(folder) == sorted([".tmp-" + "f" * 16, "5" * 32 + ".hsdb"])
+    directory = os.open(folder, os.O_RDONLY)
+    try:  # a month later: the writer's leftover goes, the entry just stored stays whatever its mark
+        assert diskcache.prune(directory, "5" * 32 + ".hsdb", NOW + 2 * diskcache.MAX_IDLE_S) == [".tmp-" + "f" * 16]
+    finally:
+        os.close(directory)
+    assert _names(folder) == ["5" * 32 + ".hsdb"]
+
+
+def test_a_read_marks_its_entry_used_once_a_day(folder: Path) -> None:
+    """A start that reads an entry marks it used (so the next prune keeps it), but only when the mark is older than
+    a day: a start does not write to the cache for every entry it reads."""
+    make, dump = _Maker(b"value"), _Dump()
+    diskcache.cached("shape", ".bin", make, dump, lambda data: data)
+    (entry,) = folder.glob("*.bin")
+    now = time.time()
+    for age_s, marked in ((2 * diskcache.USED_EVERY_S, True), (3600, False)):
+        os.utime(entry, (now - age_s, now - age_s))
+        assert diskcache.cached("shape", ".bin", make, dump, lambda data: data) == b"value" and make.calls == 1
+        assert (abs(entry.stat().st_mtime - time.time()) < 600) is marked
