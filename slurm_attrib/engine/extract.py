@@ -1654,7 +1654,10 @@ def render_summary(template: str, sym: Symptom) -> str:
     values.update(kind=sym.kind, node=sym.node or "?", rank="?" if sym.rank is None else sym.rank,
                   gpu=sym.gpu or "?")
     for aside, names in _asides(template):
-        if all(values[name] in ("", None) for name in names):
+        for name in names:
+            if values[name] not in ("", None):
+                break
+        else:  # (a loop, not all() of a generator: every symptom's summary is rendered)
             template = template.replace(aside, "", 1)
     try:
         return template.format_map(values)[:300]
