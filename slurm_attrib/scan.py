@@ -16,7 +16,6 @@ from __future__ import annotations
 import bisect
 import codecs
 import gzip
-import html
 import io
 import os
 import re
@@ -534,6 +533,8 @@ def _cut(_found: bytes) -> bytes:
 
 
 def _unescape(found: bytes) -> bytes:
+    import html  # on first use: a log with HTML entities is rare, and html.entities costs ~2 ms to import
+
     return html.unescape(found.decode("ascii")).encode("ascii")
 
 

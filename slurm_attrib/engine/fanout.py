@@ -9,7 +9,6 @@ file finishes first, the run's context is the same, so the verdict is byte-ident
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import threading
 from collections import Counter
@@ -68,10 +67,14 @@ def processes(files: Sequence[BundleFile], wanted: int) -> int:
     at most one per half of that and one per file (64 CPUs do not fork 63 helpers for 40 MB), and one
     where forking is not safe: in a process with other threads (a lock one of them holds would stay
     locked in the child)."""
-    if wanted <= 1 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+    if wanted <= 1 or threading.active_count() > 1:
         return 1
     total = sum(bf.size for bf in files)
     if total < PARALLEL_MIN_BYTES:
+        return 1
+    import multiprocessing  # here: only a bundle big enough for helpers pays for the import (~5 ms a start)
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     share = PARALLEL_MIN_BYTES // 2
     return max(1, min(wanted, len(files), total // share if share else len(files)))
@@ -108,6 +111,8 @@ def _in_workers(ctx: EngineContext, files: Sequence[BundleFile], scan: FileScan,
     in file order. The helpers inherit the job instead of receiving it (the bundle, rules and compiled
     prefilters are never pickled): only their FileResults come back. A file a helper could not finish
     (it died, or raised) is extracted here, where the same input fails the same way as without helpers."""
+    import multiprocessing
+
     order = sorted(range(len(files)), key=lambda i: (-files[i].size, i))
     forked = multiprocessing.get_context("fork")
     claimed = forked.Value("i", 0)

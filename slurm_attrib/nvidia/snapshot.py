@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
-from xml.etree import ElementTree
+from typing import TYPE_CHECKING, Optional
 
 from .parse import normalise_pci
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 # A100 and later: <sram_uncorrectable_parity>, <sram_uncorrectable_secded>, <dram_uncorrectable> (older drivers:
 # <sram_uncorrectable>); before: <double_bit> ... <total>N</total></double_bit>
@@ -45,6 +47,8 @@ class GpuMemoryState:
 def gpu_memory_states(data: bytes) -> dict[str, GpuMemoryState]:
     """Each GPU's :class:`GpuMemoryState`, by its normalised PCI address (``0000:2a:00``); empty for a document
     that does not parse."""
+    from xml.etree import ElementTree  # on first use: most diagnoses read no GPU snapshot
+
     try:
         root = ElementTree.fromstring(data)
     except (ElementTree.ParseError, ValueError):
@@ -67,7 +71,7 @@ def gpu_memory_states(data: bytes) -> dict[str, GpuMemoryState]:
     return states
 
 
-def _counts(block: Optional[ElementTree.Element]) -> list[Optional[int]]:
+def _counts(block: Optional[Element]) -> list[Optional[int]]:
     """The uncorrectable counters of an ECC block (volatile or aggregate), each a number or None (N/A)."""
     if block is None:
         return []

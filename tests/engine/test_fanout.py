@@ -3,6 +3,7 @@ in or the order the workers finish in; the pool only for bundles big enough to p
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from dataclasses import replace
@@ -117,14 +118,14 @@ def test_this_process_extracts_too_and_helpers_send_only_their_files(engine: Eng
     monkeypatch.setattr(fanout, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(engine.extractor, "_scan_file", note)
     started: list[object] = []
-    real_process = fanout.multiprocessing.get_context("fork").Process
+    real_process = multiprocessing.get_context("fork").Process
 
     class Counted(real_process):  # type: ignore[misc,valid-type]
         def start(self) -> None:
             started.append(self)
             super().start()
 
-    monkeypatch.setattr(type(fanout.multiprocessing.get_context("fork")), "Process", Counted)
+    monkeypatch.setattr(type(multiprocessing.get_context("fork")), "Process", Counted)
     engine.diagnose(bundle, replace(engine.settings, workers=2))
     assert len(started) == 1
     assert here  # not idle while the helper works
