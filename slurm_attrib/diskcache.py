@@ -240,7 +240,7 @@ def _store(folder: Path, name: str, dump: Callable[[], bytes]) -> None:
             raise
         try:
             prune(directory, name, time.time())
-        except OSError as exc:
+        except Exception as exc:  # the cache only ever saves time: a prune that fails never stops a start
             log.debug("cache %s not pruned (%s)", folder, exc)
     finally:
         os.close(directory)

@@ -207,3 +207,15 @@ def test_a_read_marks_its_entry_used_once_a_day(folder: Path) -> None:
         os.utime(entry, (now - age_s, now - age_s))
         assert diskcache.cached("shape", ".bin", make, dump, lambda data: data) == b"value" and make.calls == 1
         assert (abs(entry.stat().st_mtime - time.time()) < 600) is marked
+
+
+def test_a_prune_that_fails_costs_nothing_but_the_prune(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever pruning raises, the value is returned and stored: the cache never stops a start."""
+
+    def broken(directory: int, stored: str, now: float) -> list[str]:
+        raise RuntimeError("a prune that fails")
+
+    monkeypatch.setattr(diskcache, "prune", broken)
+    make, dump = _Maker(b"value"), _Dump()
+    assert diskcache.cached("shape", ".bin", make, dump, lambda data: data) == b"value"
+    assert len(list(folder.glob("*.bin"))) == 1
