@@ -264,7 +264,7 @@ _SLURM_WRITTEN = re.compile(r"(?:slurmstepd(?:-[\w.-]+)?|srun|salloc|sbatch): ")
 def _slurm_written(raw: str) -> bool:
     """Whether the line, past any rank prefix, is srun's, salloc's, sbatch's or slurmstepd's own; the words are
     looked for first, so that most lines skip the prefix split (every application symptom asks)."""
-    return any(word in raw for word in ("slurmstepd", "srun: ", "salloc: ", "sbatch: ")) \
+    return ("slurmstepd" in raw or "srun: " in raw or "salloc: " in raw or "sbatch: " in raw) \
         and _SLURM_WRITTEN.match(split_rank(raw)[1]) is not None
 
 
