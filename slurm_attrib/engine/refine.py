@@ -69,12 +69,15 @@ def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
     """Watchdog timeouts of one process group's collective N that disagree on the operation or its size:
     the ranks called different collectives (the workload's), see the rule's description."""
     groups: dict[tuple[str, str, str, tuple[str, ...]], list[Symptom]] = {}
+    steps_of: dict[Optional[str], tuple[str, ...]] = {}  # a node's steps, looked up once: a step lists every node
     for sym in ctx.active():
         if sym.kind == "watchdog_timeout" and sym.fields.get("seq") is not None and sym.fields.get("op"):
             raw = sym.evidence[0].raw if sym.evidence else ""
             pg = next(iter(_PG_NAMED.findall(raw)), "")  # the rule's own group, or one before PyTorch's wrapper
             timeout = next(iter(_TIMEOUT_MS.findall(raw)), "")
-            steps = tuple(step.id for step in ctx.job.steps if sym.node in step.nodes)
+            steps = steps_of.get(sym.node)
+            if steps is None:
+                steps = steps_of[sym.node] = tuple(step.id for step in ctx.job.steps if sym.node in step.nodes)
             groups.setdefault((pg, str(sym.fields["seq"]), timeout, steps), []).append(sym)
     end = ctx.job.end or ctx.window_end
     outlived = timedelta(seconds=seconds(rule_, "max_before_end_s"))
