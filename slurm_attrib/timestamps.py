@@ -421,14 +421,16 @@ def _stamp(
 ) -> ParsedStamp:
     """Build the result: the message is whatever follows the matched prefix in the full line."""
     return ParsedStamp(time, line[m.end() :], fmt, host, uptime, notes if len(notes) < 2 else tuple(sorted(set(notes))),
-                       tag, _facility(m) if _FACILITY_GROUPS & m.re.groupindex.keys() else None)
+                       tag, _facility(m))
 
 
-_FACILITY_GROUPS = frozenset(("kpri", "pri", "fac", "dfac"))  # what _facility reads: most formats have none
+_FACILITY_GROUPS = frozenset(("kpri", "pri", "fac", "dfac"))  # the groups _facility reads: most formats have none
 
 
 def _facility(m: re.Match[str]) -> int | None:
     """The syslog facility the line's priority (``<PRI>``) or BusyBox's ``facility.level`` names, else None."""
+    if _FACILITY_GROUPS.isdisjoint(m.re.groupindex):  # a stamp per line: one look instead of four
+        return None
     pri = _opt(m, "kpri") or _opt(m, "pri")
     if pri is not None:
         return int(pri) >> 3
