@@ -488,6 +488,7 @@ _CUT_OPEN = re.compile(rb"\x1b(?:\[[0-9;?]{0,32})?\Z|&#?[0-9A-Za-z]{0,5}\Z")
 # such column (ranks' numbers do not count lines, and it writes ': ').
 _GUTTER = re.compile(rb"^[ \t]*(\d{1,9})(?:\t|[ \t]?\|[ \t]?)", re.M)
 _GUTTER_OPEN = re.compile(rb"[ \t]{0,16}\d{0,9}[ \t]?\|?")  # a gutter a read cut in two
+_NOT_BLANK = re.compile(rb"\S")  # bytes.strip()'s whitespace, the other way round
 _GUTTER_PROOF = 4  # numbered lines that must open the file, one after another (all it has, when fewer)
 
 
@@ -496,9 +497,13 @@ def _numbered(data: bytes) -> bool:
     (``nl`` leaves a blank line unnumbered): its first :data:`_GUTTER_PROOF` lines, or all of a shorter
     file's."""
     numbers: list[int] = []
-    for raw in data[:1 << 16].split(b"\n"):
-        if not raw.strip():
-            continue
+    head = data[:1 << 16]
+    pos = 0
+    # the next line that is not blank, found in C: splitting the whole head cost ~25 us a file, for 4 lines
+    while (text := _NOT_BLANK.search(head, pos)) is not None:
+        stop = head.find(b"\n", text.start())
+        stop = len(head) if stop < 0 else stop
+        raw, pos = head[head.rfind(b"\n", 0, text.start()) + 1:stop], stop + 1
         found = _GUTTER.match(raw)
         if found is None:
             return False

@@ -299,6 +299,33 @@ def test_a_one_line_file_numbered_1_is_read_without_its_number() -> None:
     assert [h.text for h in _hits(b"   1 | srun: error: x\n", [b"srun: error"])] == ["srun: error: x"]
 
 
+def _numbered_by_split(data: bytes) -> bool:
+    """The gutter test as it read before it looked for lines one by one: every line of the head split apart."""
+    numbers: list[int] = []
+    for raw in data[:1 << 16].split(b"\n"):
+        if not raw.strip():
+            continue
+        found = scan._GUTTER.match(raw)
+        if found is None:
+            return False
+        numbers.append(int(found.group(1)))
+        if len(numbers) == 4:
+            break
+    return bool(numbers) and all(b == a + 1 for a, b in zip(numbers, numbers[1:]))
+
+
+@pytest.mark.parametrize("head", [
+    b"", b"\n\n", b" \t\r\n\x0b\x0c\n", b"1\tx", b"1\tx\n", b"\n\n  1\tx\n \n2\ty\r\n\n3 | z\n4\tw\n5\tv\n",
+    b"1\tx\n\t\n2\ty\n3\tz\nplain\n", b"1\tx\n3\ty\n", b"plain\n1\tx\n", b"\r\n1\tx\n2\ty\n",
+    b"1\tx\n2\ty\n3\tz\n4\tw\nplain\n", b"\n" * 70000 + b"1\tx\n", b"1\tx\n" + b" \n" * 40000 + b"2\ty\n",
+    b"1\tx\n2\ty\n3\tz" + b"z" * 70000 + b"\n4\tw\n", b"   7 | a\n   8 | b\n\x0c\n   9 | c\n",
+])
+def test_the_gutter_test_reads_the_lines_the_split_read(head: bytes) -> None:
+    """scan._numbered finds the head's first lines that are not blank in C; it decides as splitting the whole
+    head into lines did, with blank and whitespace-only lines, a head cut inside a line, and a 64 KiB limit."""
+    assert scan._numbered(head) == _numbered_by_split(head)
+
+
 def test_filters_reading_a_file_apart_cut_its_gutter_too(tmp_path: Path) -> None:
     numbered, plain = tmp_path / "numbered.log", tmp_path / "plain.log"
     numbered.write_bytes(b"     1\tstep 1 loss 2.0\n     2\tstep 2 loss 1.9\n")
