@@ -493,7 +493,7 @@ def _node_of(path: Path, job: JobFacts, rel: str = "") -> Optional[str]:
     applog/gpu-k02/1/rank.5/stderr)."""
     parts = rel.split("/")
     if len(parts) > 2 and parts[0] == "applog":
-        folder = next((part for part in parts[1:-1] if part in job.nodes), None)
+        folder = next((part for part in parts[1:-1] if part in job.node_set), None)
         if folder is not None:
             return folder
     name = _ROTATED.sub(r"\1\2", path.name)  # node-02.log.1, node-02.log.2.gz, node-02.log-20261120
@@ -502,6 +502,6 @@ def _node_of(path: Path, job: JobFacts, rel: str = "") -> Optional[str]:
             name = name[: -len(suffix)]
     if path.parent.name == "metrics" and name.endswith(".promql"):  # the Prometheus connector's findings
         name = name[: -len(".promql")]
-    if path.parent.name == "applog" and name not in job.nodes:
+    if path.parent.name == "applog" and name not in job.node_set:
         return None
     return name or None

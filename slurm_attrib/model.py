@@ -118,6 +118,12 @@ class JobFacts:
         return self._node_ranks.get(node, [])
 
     @cached_property
+    def one_rank_per_node(self) -> bool:
+        """Whether the rank map runs at most one rank on each of the job's nodes (a 512-node job's app files
+        each ask it of every labelled line)."""
+        return all(len(self.node_ranks(n)) <= 1 for n in self.nodes)
+
+    @cached_property
     def missing_bundles(self) -> tuple[str, ...]:
         """The nodes whose node bundle never arrived (:attr:`node_bundles`), in its order."""
         return tuple(node for node, state in self.node_bundles if state == "missing")

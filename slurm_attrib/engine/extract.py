@@ -356,7 +356,7 @@ class KernelLines:
 
     def __init__(self, ctx: EngineContext, bf: BundleFile) -> None:
         self.nodes = ctx.job.node_set
-        self.own = bf.node if bf.node in ctx.job.nodes else None
+        self.own = bf.node if bf.node in self.nodes else None
         facts = ctx.bundle.facts_for(self.own)
         # what the node calls itself in its own syslog: its NodeName, and its hostname where that differs
         self.aliases = {name.split(".", 1)[0].lower() for name in (self.own, facts.hostname if facts else None)
@@ -866,7 +866,6 @@ class _LineHandler:
         self._seen: dict[Any, tuple[int, ParsedStamp]] = {}  # last stamped hit line per stream_key
         self.aliased = index.aliased  # rules whose regex names a field in several branches ("host__2")
         self.memo: dict[str, Any] = {}  # the decoders' own, for this file (registry.decoder)
-        self._one_rank_per_node: Optional[bool] = None  # the job's rank map (_label_is_rank)
         self.unjudged: dict[str, list[int]] = {}  # error -> [lines, first line number]
 
     def _infer(self, line: Line, stream: Optional[Stream]) -> Optional[ParsedStamp]:
@@ -994,9 +993,7 @@ class _LineHandler:
         witnesses nothing on that node."""
         job = self.ctx.job
         mapped = job.rank_node(label)
-        if self._one_rank_per_node is None:  # once per file: a 512-node job asks it for every labelled line
-            self._one_rank_per_node = all(len(job.node_ranks(n)) <= 1 for n in job.nodes)
-        if mapped is None or self._one_rank_per_node:
+        if mapped is None or job.one_rank_per_node:
             return True
         if file_node is not None:
             return mapped == file_node
