@@ -309,7 +309,7 @@ def _numbered_by_split(data: bytes) -> bool:
         if found is None:
             return False
         numbers.append(int(found.group(1)))
-        if len(numbers) == 4:
+        if len(numbers) == scan._GUTTER_PROOF:
             break
     return bool(numbers) and all(b == a + 1 for a, b in zip(numbers, numbers[1:]))
 
