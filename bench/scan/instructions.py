@@ -63,14 +63,16 @@ def sample(bundle: Path, nodes: int) -> Path:
     return out
 
 
+def child_env(tree: Optional[Path]) -> dict[str, str]:
+    """The child's environment: a fixed hash seed, and ``tree``'s slurm_attrib first on the path if given."""
+    return {**os.environ, "PYTHONHASHSEED": "0", **({"PYTHONPATH": str(tree)} if tree is not None else {})}
+
+
 def count(bundle: Path, runs: int, tree: Optional[Path]) -> int:
     """Instructions of the child above running ``bundle`` ``runs`` times, with ``tree``'s slurm_attrib if given."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
-                           CHILD, str(bundle), str(runs)], env=env, cwd="/", capture_output=True, text=True,
-                          check=True)
+                           CHILD, str(bundle), str(runs)], env=child_env(tree), cwd="/", capture_output=True,
+                          text=True, check=True)
     found = _COLLECTED.search(done.stderr)
     if found is None:
         raise SystemExit(f"no instruction count in callgrind's output:\n{done.stderr[-2000:]}")
@@ -80,8 +82,7 @@ def count(bundle: Path, runs: int, tree: Optional[Path]) -> int:
 def warm_run(bundle: Path, tree: Optional[Path]) -> int:
     """Instructions of one warm run: (three runs - one run) / 2, once a run outside callgrind has left ``tree``'s
     compiled prefilter and parsed rules in the cache (else the first count would compile them and the second not)."""
-    env = {**os.environ, **({"PYTHONPATH": str(tree)} if tree is not None else {})}
-    subprocess.run([sys.executable, "-c", CHILD, str(bundle), "1"], env=env, cwd="/", check=True)
+    subprocess.run([sys.executable, "-c", CHILD, str(bundle), "1"], env=child_env(tree), cwd="/", check=True)
     return (count(bundle, 3, tree) - count(bundle, 1, tree)) // 2
 
 
