@@ -66,3 +66,25 @@ def test_a_pattern_no_class_bounds_is_given_back_unchanged(pattern: str) -> None
 def test_the_gate_speeds_the_search_that_motivated_it() -> None:
     """The kernel-trust check's pattern (twenty-odd branches behind \\b) is gated where it is defined."""
     assert extract._COPIES_USER_TEXT.pattern.startswith("(?=[")
+
+
+def test_the_extractor_searches_with_each_rules_gated_regex(tmp_path: Path) -> None:
+    """A rule's regex is searched behind its gate, compiled on the rule's first candidate line: app.cuda_error's
+    twenty branches are otherwise tried at every position before a match at the end of a long line."""
+    from slurm_attrib.engine import Engine
+
+    (tmp_path / "applog").mkdir()
+    (tmp_path / "job.yaml").write_text("job_id: '77'\nnodes: [node-01]\nstate: FAILED\nexit_code: '1:0'\n"
+                                       "start: 2026-11-20T10:00:00Z\nend: 2026-11-20T11:00:00Z\n")
+    line = ("[rank3]:[E1120 10:30:03.003000 ProcessGroupNCCL.cpp:1485] [PG 0 Rank 3] Process group watchdog thread "
+            "terminated with exception: CUDA error: an illegal memory access was encountered")
+    (tmp_path / "applog" / "node-01.log").write_text(line + "\n")
+    engine = Engine(load_ruleset(include_site=False))
+    assert engine.extractor.searchers == {}  # nothing compiled at start
+    ctx = engine.run(tmp_path)
+    rule = engine.ruleset.get("app.cuda_error")
+    assert rule is not None and rule.match is not None
+    searcher = engine.extractor.searchers["app.cuda_error"]
+    assert searcher.pattern.startswith("(?=[") and _found(searcher, line) == _found(rule.match.regex, line) != []
+    assert any(s.rule_id == "app.cuda_error" and s.fields.get("error") == "an illegal memory access was encountered"
+               for s in ctx.symptoms)
