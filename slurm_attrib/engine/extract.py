@@ -55,7 +55,7 @@ from ..timestamps import (
 from . import prefilter as prefilters
 from .context import EngineContext
 from .fanout import extract_files
-from .leadgate import gated
+from .leadgate import Screened, gated
 from .nodes import job_node, match_node, place_ranks, resolve_node, resolve_peer
 from .prefilter import folded_anchors, folds_case
 from .ranks import (
@@ -227,9 +227,9 @@ class Extractor:
                     self.line_rules[source].append(rule)
         self.indexes = {source: AnchorIndex(rs) for source, rs in sorted(self.line_rules.items())}
         self.plans = {rule.id: EmitPlan.of(rule) for rs in self.line_rules.values() for rule in rs}
-        # each rule's regex behind its lead gate (leadgate.gated), compiled on the rule's first candidate line: a
-        # run tries a few of the hundreds, and compiling all would cost every start ~0.3 ms a rule
-        self.searchers: dict[str, re.Pattern[str]] = {}
+        # each rule's regex behind its lead gate and its exclude screened (leadgate), made on the rule's first
+        # candidate line: a run tries a few of the hundreds, and compiling all would cost every start ~0.3 ms a rule
+        self.searchers: dict[str, Searcher] = {}
         self.prefilters: dict[str, Prefilter] = {
             source: prefilters.build(rs) for source, rs in sorted(self.line_rules.items())}
 
@@ -857,7 +857,7 @@ class _LineHandler:
 
     def __init__(self, ctx: EngineContext, bf: BundleFile, index: AnchorIndex, timectx: TimeContext,
                  plans: Optional[dict[str, EmitPlan]] = None,
-                 searchers: Optional[dict[str, re.Pattern[str]]] = None) -> None:
+                 searchers: Optional[dict[str, Searcher]] = None) -> None:
         self.ctx, self.bf, self.index, self.timectx = ctx, bf, index, timectx
         self.plans = plans or {}
         self.searchers = {} if searchers is None else searchers  # the extractor's, shared by its files
@@ -948,13 +948,12 @@ class _LineHandler:
         stamp: Optional[ParsedStamp] = None
         for rule in self.index.candidates(line, text):
             assert rule.match is not None
-            regex = self.searchers.get(rule.id)
-            if regex is None:
-                # the same spans and groups as the rule's regex; re skips the positions no match begins at (a
-                # line whose match lies at its end: 16 -> 5 us for app.cuda_error's twenty branches)
-                regex = self.searchers[rule.id] = gated(rule.match.regex)
+            searcher = self.searchers.get(rule.id)
+            if searcher is None:
+                searcher = self.searchers[rule.id] = _searcher(rule)
+            regex, exclude = searcher
             match = regex.search(text)
-            if match is None or (rule.match.exclude and rule.match.exclude.search(text)):
+            if match is None or (exclude is not None and exclude.search(text)):
                 continue
             matched = True
             if self.app and not self.caps.admit(rule.id, stream_key(stream)):
@@ -1608,6 +1607,18 @@ def _said_time(said: Optional[str], stamp: ParsedStamp, timectx: TimeContext) ->
         return None
     return ParsedStamp(time=when, message=stamp.message, fmt=stamp.fmt, host=stamp.host, uptime=stamp.uptime,
                        tag=stamp.tag, assumptions=("time from the message's own date-time",))
+
+
+Searcher = tuple[re.Pattern[str], Optional[Screened]]  # a rule's regex and exclude, as _LineHandler searches them
+
+
+def _searcher(rule: Rule) -> Searcher:
+    """The rule's regex behind its gate (the same spans and groups; re skips the positions no match begins at: a
+    match at the end of a line, 16 -> 5 us for app.cuda_error's twenty branches) and its exclude screened on its
+    literals (the same answer; most matched lines hold none of them)."""
+    assert rule.match is not None
+    exclude = rule.match.exclude
+    return gated(rule.match.regex), (Screened(exclude) if exclude is not None else None)
 
 
 def _fields_of(groups: dict[str, Any]) -> dict[str, Any]:

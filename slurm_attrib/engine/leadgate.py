@@ -1,4 +1,7 @@
-"""A regex with a look-ahead on the characters its matches can begin with, so Python's ``re`` skips ahead.
+"""Searching a regex faster with the same results: a gate on its first characters, a screen on its literals.
+
+:func:`gated`: a regex with a look-ahead on the characters its matches can begin with, so Python's ``re`` skips
+ahead.
 
 ``re`` finds where a search can start by itself only when every branch of the pattern begins with a literal
 or a class. A pattern whose branches begin with ``\\b`` or another zero-width item ('\\bcomm=|\\baudit[:(]')
@@ -8,6 +11,11 @@ branch cannot slip past it) and is a superset: a lone character class of every c
 with, compiled with the pattern's own flags (so case folding agrees). A pattern whose first character cannot be
 bounded that way (it can match empty text, or begin with ``.``, a negated class, a back-reference or a group with
 flags of its own) is given back unchanged.
+
+:class:`Screened`: a regex searched only in a text that holds one of the literals every match holds
+(:func:`needed_literals`), found by ``str.__contains__`` in C. A rule's exclude, an alternation of thirty-odd
+words behind ``\b``, costs 40-50 us on each 150-character line its rule matched, ~5 us screened; a job that logs
+one such error a million times pays that a million times.
 """
 
 from __future__ import annotations
@@ -102,3 +110,67 @@ def _escaped(code: int) -> str:
     if char.isascii() and char.isalnum():
         return char
     return f"\\U{code:08x}"
+
+
+MIN_LITERAL = 3  # a shorter literal is held by too many lines to screen them
+
+
+class Screened:
+    """``regex`` behind its gate, searched only in a text that holds one of :func:`needed_literals`: the same
+    matches as ``regex.search``."""
+
+    __slots__ = ("literals", "regex")
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self.literals = needed_literals(regex)
+        self.regex = gated(regex)
+
+    def search(self, text: str) -> Optional[re.Match[str]]:
+        if self.literals is not None and not any(map(text.__contains__, self.literals)):
+            return None
+        return self.regex.search(text)
+
+
+def needed_literals(regex: re.Pattern[str]) -> Optional[tuple[str, ...]]:
+    """Literals of which every match of ``regex`` holds at least one (each alternative's longest run of literal
+    characters, or of a group it cannot skip), sorted; None when an alternative has none of :data:`MIN_LITERAL`
+    characters or the pattern ignores case."""
+    if regex.flags & re.IGNORECASE:
+        return None
+    found = _needed(list(sre_parse.parse(regex.pattern, regex.flags)))
+    return tuple(sorted(found)) if found else None
+
+
+def _needed(items: list[Any]) -> Optional[set[str]]:
+    """Literals one of which every match of the sequence ``items`` holds, or None."""
+    runs: list[str] = []
+    run: list[str] = []
+    for op, av in items:
+        if op == sre.LITERAL:
+            run.append(chr(av))
+            continue
+        runs.append("".join(run))
+        run = []
+    runs.append("".join(run))
+    longest = max(runs, key=len)
+    if len(longest) >= MIN_LITERAL:
+        return {longest}  # consecutive literal items match consecutive characters: the text holds the run
+    for op, av in items:
+        found: Optional[set[str]] = None
+        if op == sre.BRANCH:
+            found = set()
+            for alternative in av[1]:
+                inner = _needed(list(alternative))
+                if inner is None:
+                    found = None
+                    break
+                found |= inner
+        elif op == sre.SUBPATTERN and not av[1] and not av[2]:  # a group with flags of its own may fold case
+            found = _needed(list(av[3]))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)) and av[0] >= 1:
+            found = _needed(list(av[2]))
+        elif op == getattr(sre, "ATOMIC_GROUP", None):
+            found = _needed(list(av))
+        if found:
+            return found
+    return None

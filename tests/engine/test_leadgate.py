@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slurm_attrib.engine import extract
-from slurm_attrib.engine.leadgate import gated
+from slurm_attrib.engine.leadgate import Screened, gated, needed_literals
 from slurm_attrib.ruleset import load_ruleset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,9 +69,10 @@ def test_the_gate_speeds_the_search_that_motivated_it() -> None:
     assert extract._COPIES_USER_TEXT.pattern.startswith("(?=[")
 
 
-def test_the_extractor_searches_with_each_rules_gated_regex(tmp_path: Path) -> None:
-    """A rule's regex is searched behind its gate, compiled on the rule's first candidate line: app.cuda_error's
-    twenty branches are otherwise tried at every position before a match at the end of a long line."""
+def test_the_extractor_searches_with_each_rules_gated_regex_and_screened_exclude(tmp_path: Path) -> None:
+    """A rule's regex is searched behind its gate and its exclude screened, both made on the rule's first candidate
+    line: app.cuda_error's twenty branches are otherwise tried at every position before a match at the end of a
+    long line."""
     from slurm_attrib.engine import Engine
 
     (tmp_path / "applog").mkdir()
@@ -84,7 +86,55 @@ def test_the_extractor_searches_with_each_rules_gated_regex(tmp_path: Path) -> N
     ctx = engine.run(tmp_path)
     rule = engine.ruleset.get("app.cuda_error")
     assert rule is not None and rule.match is not None
-    searcher = engine.extractor.searchers["app.cuda_error"]
+    searcher, exclude = engine.extractor.searchers["app.cuda_error"]
     assert searcher.pattern.startswith("(?=[") and _found(searcher, line) == _found(rule.match.regex, line) != []
+    assert exclude is not None and exclude.literals is not None  # its exclude is screened on its literals
     assert any(s.rule_id == "app.cuda_error" and s.fields.get("error") == "an illegal memory access was encountered"
                for s in ctx.symptoms)
+
+
+EXCLUDES = [r.match.exclude for r in load_ruleset(include_site=False).rules if r.match and r.match.exclude]
+
+
+def _negative_fixture_lines(limit: int = 6000) -> list[str]:
+    """The lines of the rules' negative fixtures: where their excludes fire."""
+    lines: set[str] = set()
+    for path in sorted((ROOT / "tests" / "rules").glob("*/negative/*.yaml")):
+        files = (yaml.safe_load(path.read_text()) or {}).get("files") or {}
+        for text in files.values():
+            lines.update(str(text).splitlines()[:40])
+    return sorted(lines)[:limit]
+
+
+EXCLUDED_LINES = _negative_fixture_lines()
+
+
+@pytest.mark.parametrize("regex", [r.match.regex for r in load_ruleset(include_site=False).rules if r.match]
+                         + EXCLUDES + ENGINE_PATTERNS, ids=lambda r: r.pattern[:40])
+def test_screened_finds_what_the_pattern_finds(regex: re.Pattern[str]) -> None:
+    """A screened search gives the pattern's own first match (span, groups), or None where the pattern finds none:
+    on corpus lines, the rules' negative fixtures (where excludes fire) and lines made of each needed literal."""
+    screen = Screened(regex)
+    for line in LINES + EXCLUDED_LINES + [f"x {literal} y" for literal in screen.literals or ()]:
+        mine, theirs = screen.search(line), regex.search(line)
+        assert (mine and (mine.span(), mine.groups())) == (theirs and (theirs.span(), theirs.groups())), line
+
+
+def test_most_rule_excludes_are_screened() -> None:
+    """The screen applies where every alternative holds a literal of three characters or more (in a group it cannot
+    skip too): the excludes are lists of words."""
+    screened = [regex.pattern for regex in EXCLUDES if needed_literals(regex)]
+    assert len(screened) >= 0.8 * len(EXCLUDES)
+
+
+@pytest.mark.parametrize(("pattern", "literals"), [
+    (r"\bUCX\b|[Mm]unge|cgroup\.procs", ("UCX", "cgroup.procs", "unge")),
+    (r"\b(?:inotify|fsnotify)[^\n]{0,80}x", ("fsnotify", "inotify")),
+    (r"(?:ab)+c|quux", None),  # '(?:ab)+c' holds no run of three
+    (r"(?:abc)+d|qux", ("abc", "qux")),
+    (r"(?i)error|fatal", None),  # a pattern that ignores case is not screened
+    (r"(?i:error)|fatal", None),  # nor an alternative whose group folds case
+    (r"x|", None),  # an empty alternative holds nothing
+])
+def test_needed_literals(pattern: str, literals: object) -> None:
+    assert needed_literals(re.compile(pattern)) == literals
