@@ -5,9 +5,10 @@ odd harmless warning) and, at the end, the cascade of a real fault: one node's G
 (XID 79 in its kernel log), 30 s later every peer rank reports NCCL errors and watchdog timeouts and
 srun reports the task exits. Kernel logs hold healthy-node noise with that one fault. Deterministic
 for a given seed. This is the "cascade" profile; ``--profile noisy`` writes the realistic-noise bundle
-of :mod:`noisy` (NCCL INFO on every rank, kernel chatter, benign lines holding every rule anchor).
+of :mod:`noisy` (NCCL INFO on every rank, kernel chatter, benign lines holding every rule anchor), and
+``--profile flood`` the cascade with one node that repeats its errors for hours (:mod:`flood`).
 
-    python bench/scan/generate.py --out /tmp/scan-1g --size 1GiB [--profile cascade|noisy]
+    python bench/scan/generate.py --out /tmp/scan-1g --size 1GiB [--profile cascade|noisy|flood]
                                   [--nodes 512 --gpus 8 --seed 1]
 """
 
@@ -29,7 +30,7 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
-def _healthy_app_lines(rng: random.Random, node: str, ranks: list[int], count: int, start: datetime,
+def healthy_app_lines(rng: random.Random, node: str, ranks: list[int], count: int, start: datetime,
                        step_s: float) -> list[str]:
     lines = []
     for i in range(count):
@@ -80,7 +81,7 @@ def syslog_stamp(when: datetime) -> str:
     return f"{when:%b} {when.day:2d} {when:%H:%M:%S}"
 
 
-def _kernel_lines(rng: random.Random, node: str, count: int, fault: bool, fault_at: datetime) -> list[str]:
+def kernel_lines(rng: random.Random, node: str, count: int, fault: bool, fault_at: datetime) -> list[str]:
     boot = 86400.0
     lines = []
     for i in range(count):
@@ -135,22 +136,26 @@ def generate(out: Path, size: int, nodes: int, gpus: int, seed: int) -> None:
     ranks = {n: list(range(i * gpus, (i + 1) * gpus)) for i, n in enumerate(names)}
     write_job_yaml(out, names, ranks, gpus, fault_at)
     for node in names:
-        body = _healthy_app_lines(rng, node, ranks[node], count, START, duration_s / count)
+        body = healthy_app_lines(rng, node, ranks[node], count, START, duration_s / count)
         body += failure_lines(node, ranks[node], fault_node, fault_at)
         (out / "applog" / f"{node}.log").write_text("\n".join(body) + "\n")
-        kernel = _kernel_lines(rng, node, 120, node == fault_node, fault_at)
+        kernel = kernel_lines(rng, node, 120, node == fault_node, fault_at)
         (out / "syslog" / f"{node}.log").write_text("\n".join(kernel) + "\n")
 
 
-PROFILES = ("cascade", "noisy")
+PROFILES = ("cascade", "noisy", "flood")
 
 
 def generate_profile(profile: str, out: Path, size: int, nodes: int = 512, gpus: int = 8, seed: int = 1) -> None:
-    """Write the bundle of one profile: "cascade" (this module) or "noisy" (:mod:`noisy`)."""
+    """Write the bundle of one profile: "cascade" (this module), "noisy" (:mod:`noisy`) or "flood" (:mod:`flood`)."""
     if profile == "noisy":
         from noisy import generate_noisy  # imports the rule set: only for the profile that needs it
 
         generate_noisy(out, size, nodes, gpus, seed)
+    elif profile == "flood":
+        from flood import generate_flood
+
+        generate_flood(out, size, nodes, gpus, seed)
     else:
         generate(out, size, nodes, gpus, seed)
 
