@@ -14,7 +14,7 @@ flags of its own) is given back unchanged.
 
 :class:`Screened`: a regex searched only in a text that holds one of the literals every match holds
 (:func:`needed_literals`), found by ``str.__contains__`` in C. A rule's exclude, an alternation of thirty-odd
-words behind ``\b``, costs 40-50 us on each 150-character line its rule matched, ~5 us screened; a job that logs
+words behind ``\\b``, costs 40-50 µs on each 150-character line its rule matched, ~5 µs screened; a job that logs
 one such error a million times pays that a million times.
 """
 
@@ -37,7 +37,10 @@ def gated(regex: re.Pattern[str]) -> re.Pattern[str]:
     while (lead := _GLOBAL_FLAGS.match(source)) is not None:  # carried by regex.flags instead
         source = source[lead.end():]
     close = "\n)" if regex.flags & re.VERBOSE else ")"  # a verbose pattern's trailing comment ends at a newline
-    return re.compile("(?=[" + "".join(sorted(firsts[0])) + "])(?:" + source + close, regex.flags)
+    try:
+        return re.compile("(?=[" + "".join(sorted(firsts[0])) + "])(?:" + source + close, regex.flags)
+    except re.error:  # global flags after a comment or a verbose blank ('(?#c)(?i)x'): valid only at the start
+        return regex
 
 
 _Firsts = tuple[set[str], bool]  # the class members a match can begin with; whether it can also be empty here
@@ -133,8 +136,8 @@ class Screened:
 
 def needed_literals(regex: re.Pattern[str]) -> Optional[tuple[str, ...]]:
     """Literals of which every match of ``regex`` holds at least one (each alternative's longest run of literal
-    characters, or of a group it cannot skip), sorted; None when an alternative has none of :data:`MIN_LITERAL`
-    characters or the pattern ignores case."""
+    characters, else those of the first group it cannot skip that has some), sorted; None when an alternative has
+    none of :data:`MIN_LITERAL` characters or more, or the pattern ignores case."""
     if regex.flags & re.IGNORECASE:
         return None
     found = _needed(list(sre_parse.parse(regex.pattern, regex.flags)))

@@ -138,3 +138,15 @@ def test_most_rule_excludes_are_screened() -> None:
 ])
 def test_needed_literals(pattern: str, literals: object) -> None:
     assert needed_literals(re.compile(pattern)) == literals
+
+
+@pytest.mark.parametrize("pattern", [r"(?#c)(?i)\babc", "(?x) (?i) \\babc", "(?x)\n  (?i) \\bfoo  # note",
+                                     r"(?#noise)(?i)\bscratch2"])
+def test_global_flags_after_a_comment_or_a_verbose_blank_keep_the_pattern(pattern: str) -> None:
+    """Python takes global flags after a comment or verbose white space at a pattern's start, not inside the gate's
+    group: such a pattern (a site rule may be written so) is searched as it is, never refused."""
+    regex = re.compile(pattern)
+    assert gated(regex) is regex
+    text = "x ABC SCRATCH2 FOO"
+    found, screened = regex.search(text), Screened(regex).search(text)
+    assert found is not None and screened is not None and screened.span() == found.span()
