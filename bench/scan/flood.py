@@ -14,8 +14,8 @@ bytes in such lines, interleaved with its ordinary ones over the six hours befor
 
 and its kernel log ``Xid 13`` (Graphics SM Warp Exception, rule kernel.nvidia_xid) on its eight GPUs in turn,
 KERNEL_FLOOD_BYTES of them: about what the epilog keeps of a node's kernel log with the default
-``collector.max_bundle_bytes`` (8 MiB, less the metric files). The rest is the cascade bundle of the same seed
-with one file less of ordinary lines, so the fault, the verdict and every other node are the cascade's.
+``collector.max_bundle_bytes`` (8 MiB, less the metric files). The other nodes' files are those of the cascade
+bundle of the same seed, so the fault, the verdict and every other node are the cascade's.
 """
 
 from __future__ import annotations
