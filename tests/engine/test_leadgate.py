@@ -1,6 +1,7 @@
 """A gated regex must find exactly what its pattern finds (same spans, same groups) wherever it searches: the
 gate only lets ``re`` skip positions no match can begin at. Checked with every rule's regex and the engine's own
-hot patterns on corpus lines, on each line's every suffix, and on case folds beyond ASCII."""
+hot patterns on corpus lines, on each line's every suffix, and on case folds beyond ASCII. A screened one too: the
+screen only passes over a text that holds none of the literals every match holds."""
 
 from __future__ import annotations
 
