@@ -54,7 +54,8 @@ _CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CAT
                sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
 _DROPPED_AT = {sre.AT_END, sre.AT_END_STRING, sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY}
 _CHAR_ATOMS = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN}
-_REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}  # the parser's repeat ops
+ATOMIC_GROUP = getattr(sre, "ATOMIC_GROUP", None)  # (?>...), Python 3.11 on
 
 
 class Untranslatable(ValueError):
@@ -80,7 +81,7 @@ def _trim_tail(items: list[Any]) -> list[Any]:
     if not items:
         return items
     op, av = items[-1]
-    if op in _REPEATS:
+    if op in REPEATS:
         low, _high, body = av
         items[-1] = (op, (low, low, body))
     elif op == sre.SUBPATTERN:
@@ -132,13 +133,13 @@ def _from_longest_literal(items: list[Any]) -> list[Any]:
 def _varies(item: Any) -> bool:
     """Whether the item may match texts of different lengths."""
     op, av = item
-    if op in _REPEATS:
+    if op in REPEATS:
         return bool(av[0] != av[1] or any(_varies(inner) for inner in av[2]))
     if op == sre.SUBPATTERN:
         return any(_varies(inner) for inner in av[3])
     if op == sre.BRANCH:
         return len({_width(alt) for alt in av[1]}) > 1 or any(_varies(i) for alt in av[1] for i in alt)
-    if op == getattr(sre, "ATOMIC_GROUP", None):
+    if op == ATOMIC_GROUP:
         return any(_varies(inner) for inner in av)
     return op in (sre.GROUPREF, sre.GROUPREF_EXISTS)
 
@@ -152,7 +153,7 @@ def _min_width(item: Any) -> int:
     op, av = item
     if op == sre.AT or op in (sre.ASSERT, sre.ASSERT_NOT):
         return 0
-    if op in _REPEATS:
+    if op in REPEATS:
         return 0 if av[0] == 0 else 1
     if op == sre.SUBPATTERN:
         return max((_min_width(i) for i in av[3]), default=0)
@@ -160,7 +161,7 @@ def _min_width(item: Any) -> int:
         return min((max((_min_width(i) for i in alt), default=0) for alt in av[1]), default=0)
     if op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
         return 0
-    if op == getattr(sre, "ATOMIC_GROUP", None):
+    if op == ATOMIC_GROUP:
         return max((_min_width(i) for i in av), default=0)
     return 1
 
@@ -182,13 +183,13 @@ class _Emitter:
             return self.charset(op, av)
         if op == sre.AT:
             return self.at(av)
-        if op in _REPEATS:
+        if op in REPEATS:
             return self.repeat(*av)
         if op == sre.SUBPATTERN:
             return self.group(av)
         if op == sre.BRANCH:
             return b"(?:" + b"|".join(self.sequence(alt) for alt in av[1]) + b")"
-        if op == getattr(sre, "ATOMIC_GROUP", None):
+        if op == ATOMIC_GROUP:
             return b"(?:" + self.sequence(av) + b")"
         if op == sre.GROUPREF_EXISTS:
             yes, no = av[1], av[2]

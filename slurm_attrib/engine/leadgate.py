@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from .bytepattern import sre, sre_parse  # type: ignore[attr-defined]  # (re._parser, or sre_parse before 3.11)
+from .bytepattern import ATOMIC_GROUP, REPEATS, sre, sre_parse  # type: ignore[attr-defined]  # (re._parser, or sre_parse before 3.11)
 
 _GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
 
@@ -70,7 +70,7 @@ def _first_of(op: Any, av: Any) -> Optional[_Firsts]:
         if av[1] or av[2]:
             return None  # a scoped flag ('(?i:error)'): the gate, compiled with the pattern's own flags, would differ
         return _first_chars(list(av[3]))
-    if op == getattr(sre, "ATOMIC_GROUP", None):
+    if op == ATOMIC_GROUP:
         return _first_chars(list(av))
     if op == sre.BRANCH:
         members: set[str] = set()
@@ -82,7 +82,7 @@ def _first_of(op: Any, av: Any) -> Optional[_Firsts]:
             members |= found[0]
             empty = empty or found[1]
         return members, empty
-    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)):
+    if op in REPEATS:
         found = _first_chars(list(av[2]))
         if found is None:
             return None
@@ -170,9 +170,9 @@ def _needed(items: list[Any]) -> Optional[set[str]]:
                 found |= inner
         elif op == sre.SUBPATTERN and not av[1] and not av[2]:  # a group with flags of its own may fold case
             found = _needed(list(av[3]))
-        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)) and av[0] >= 1:
+        elif op in REPEATS and av[0] >= 1:
             found = _needed(list(av[2]))
-        elif op == getattr(sre, "ATOMIC_GROUP", None):
+        elif op == ATOMIC_GROUP:
             found = _needed(list(av))
         if found:
             return found
