@@ -79,21 +79,48 @@ def decode_message_below(ctx: EngineContext, sym: Symptom, line: Line, extra: di
 
 @decoder("nvidia_xid")
 def decode_xid(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
-    event = parse_xid(extra["text"])
-    if event is None:
+    driver = _driver(ctx, sym.node)
+    read = _read_xid(extra["text"], driver, extra.get("memo"))
+    if read is None:
         return False
+    event, assessment, previous = read
     sym.gpu = event.pci
     sym.fields.update(code=event.code, pci=event.pci, message=event.message)
     for key, value in (("pid", event.pid), ("process", event.process), ("gpu_instance", event.gpu_instance),
                        ("compute_instance", event.compute_instance)):
         if value is not None:
             sym.fields[key] = value
-    previous = caused_by_previous(event.message)
     if previous is not None:
         sym.fields["caused_by_xid"] = previous
-    _apply(sym, assess_xid(event, _driver(ctx, sym.node)))
-    sym.fields.update(_xid_details(event, _driver(ctx, sym.node)))
+    _apply(sym, assessment)
+    sym.fields.update(_xid_details(event, driver))  # made afresh: its payload is the symptom's own to change
     return True
+
+
+_XID_HEAD = "NVRM: Xid"
+XID_MEMO_ENTRIES = 512  # distinct Xid messages remembered per file: a flood repeats a few, a GPU's pid or code apart
+XID_MEMO_CHARS = 1024  # a longer message is read each time, so the memo holds at most half a million characters
+
+
+def _read_xid(text: str, driver: Optional[str], memo: Optional[dict[str, Any]]
+              ) -> Optional[tuple[XidEvent, XidAssessment, Optional[int]]]:
+    """:func:`parse_xid` of the line, the catalog's assessment of it and the Xid it says caused it, remembered in
+    the file's decoder ``memo`` by the message: a faulting program can make the driver log an Xid for every kernel
+    it launches, tens of thousands of lines that differ only in their stamps. Every match of parse_xid begins with
+    its first ``NVRM: Xid``, so the text from there reads as the whole line does."""
+    start = text.find(_XID_HEAD)
+    if start < 0:
+        return None
+    message = text[start:]
+    known: Optional[dict[tuple[str, Optional[str]], Any]] = memo.setdefault("xid", {}) if memo is not None else None
+    if known is not None and (message, driver) in known:
+        found: Optional[tuple[XidEvent, XidAssessment, Optional[int]]] = known[message, driver]
+        return found
+    event = parse_xid(message)
+    found = None if event is None else (event, assess_xid(event, driver), caused_by_previous(event.message))
+    if known is not None and len(message) <= XID_MEMO_CHARS and len(known) < XID_MEMO_ENTRIES:
+        known[message, driver] = found
+    return found
 
 
 # a health monitor's word for an Xid is one step from the kernel's line, and a monitor keeps an Xid (or a test
