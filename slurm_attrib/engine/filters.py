@@ -864,11 +864,10 @@ def _close(a: Symptom, b: Symptom, window: timedelta) -> bool:
 @rule("filter.teardown_after_failure")
 def teardown_after_failure(ctx: EngineContext, rule_: Rule) -> int:
     """Teardown-class events (Xid 45, Xid 43) after the first failure are consequences of it."""
-    first = _first_failure(ctx)
+    teardown = [sym for sym in ctx.active() if sym.role == "teardown"]
+    first = _first_failure(ctx) if teardown else None  # (a minimum over every symptom: only when one is asked about)
     count = 0
-    for sym in ctx.active():
-        if sym.role != "teardown":
-            continue
+    for sym in teardown:
         if first is None or first.time is None or sym.time is None \
                 or sym.time >= first.time - ctx.tolerance(ctx.settings.skew_s):
             when = format_utc(first.time) if first and first.time else "the job end"
@@ -922,9 +921,12 @@ def outlived_fault(ctx: EngineContext, rule_: Rule) -> int:
     """An infrastructure fault or a host OOM kill stamped well before the job's stuck collectives began (the
     watchdog's stamp less its 'ran for N milliseconds') did not stop the job: context, with a note."""
     watchdogs = [(when, sym) for sym in ctx.active() if sym.kind == "watchdog_timeout" and (when := own_time(sym))]
-    starts = [(when - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))),
-               int(str(sym.fields["seq"])) if str(sym.fields.get("seq", "")).isdecimal() else None)
-              for when, sym in watchdogs if str(sym.fields.get("ran_ms", "")).isdecimal()]
+    # every rank of a hang prints the same stamp, 'ran for' and sequence number: each reading counts once, where it
+    # last occurs (of equal starts, the stall's walk back meets the last first: _last_stall)
+    shown = dict.fromkeys((when, str(sym.fields.get("ran_ms", "")), str(sym.fields.get("seq", "")))
+                          for when, sym in reversed(watchdogs))
+    starts = [(when - timedelta(milliseconds=int(ran)), int(seq) if seq.isdecimal() else None)
+              for when, ran, seq in reversed(shown) if ran.isdecimal()]
     if not starts:
         return 0
     margin = timedelta(seconds=float(rule_.params.get("margin_s", 60)))

@@ -64,6 +64,12 @@ _PG_NAMED = re.compile(r"\[PG (?:ID )?(\d{1,6})\b")
 _TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d{1,12})")
 
 
+def _first_group(pattern: re.Pattern[str], text: str) -> str:
+    """The first group of ``pattern``'s first match in ``text``, or "" (a search stops there; findall reads on)."""
+    found = pattern.search(text)
+    return found.group(1) if found is not None else ""
+
+
 @rule("refine.watchdog_desync")
 def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
     """Watchdog timeouts of one process group's collective N that disagree on the operation or its size:
@@ -73,8 +79,8 @@ def watchdog_desync(ctx: EngineContext, rule_: Rule) -> int:
     for sym in ctx.active():
         if sym.kind == "watchdog_timeout" and sym.fields.get("seq") is not None and sym.fields.get("op"):
             raw = sym.evidence[0].raw if sym.evidence else ""
-            pg = next(iter(_PG_NAMED.findall(raw)), "")  # the rule's own group, or one before PyTorch's wrapper
-            timeout = next(iter(_TIMEOUT_MS.findall(raw)), "")
+            pg = _first_group(_PG_NAMED, raw)  # the rule's own group, or one before PyTorch's wrapper
+            timeout = _first_group(_TIMEOUT_MS, raw)
             steps = steps_of.get(sym.node)
             if steps is None:
                 steps = steps_of[sym.node] = tuple(step.id for step in ctx.job.steps if sym.node in step.nodes)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import random
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from slurm_attrib.engine import Engine
+import pytest
+
+from slurm_attrib.engine import Engine, filters
+from slurm_attrib.model import JobFacts, Symptom
 from slurm_attrib.ruleset import load_ruleset
+
+from .conftest import T0, make_context, make_symptom, shipped
 
 _XID48 = ("Nov 20 10:20:44 {node} kernel: [ 8811.004512] NVRM: Xid (PCI:0000:9b:00): 48, pid=66120, name=python3, "
           "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr "
@@ -39,3 +46,41 @@ def test_a_task_label_hidden_by_progress_bar_redraws_still_marks_srun_words_as_t
     diagnosis = Engine(load_ruleset(include_site=False)).diagnose(tmp_path).to_dict()
     assert diagnosis["category"] == "node_failure"
     assert diagnosis["culprit_nodes"] == ["node-01"]
+
+
+
+def _stall_as_read_one_by_one(watchdogs: list[Symptom], margin: timedelta) -> datetime:
+    """filter.outlived_fault's start of the last stall from every watchdog line, duplicates and all (as it was
+    computed before each reading was counted once)."""
+    starts = [(when - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))),
+               int(str(sym.fields["seq"])) if str(sym.fields.get("seq", "")).isdecimal() else None)
+              for sym in watchdogs if (when := sym.time) and str(sym.fields.get("ran_ms", "")).isdecimal()]
+    return filters._last_stall(sorted(starts, key=lambda pair: (pair[0], pair[1] or 0)), margin, [])
+
+
+def _readings(seed: int) -> list[tuple[int, str, str]]:
+    """(seconds after T0, 'ran for' ms, sequence number) of a few kinds of watchdog line, repeated."""
+    rng = random.Random(seed)
+    kinds = [(rng.choice((0, 30, 61, 62, 125)), rng.choice(("600000", "540000", "x")), rng.choice(("", "0", "1", "7")))
+             for _ in range(rng.randint(1, 4))]
+    return [rng.choice(kinds) for _ in range(rng.randint(1, 8))]
+
+
+# sequence number 0 and none sort alike: the stall's walk back meets the last of the two first, and the one it meets
+# decides whether the earlier start is the same hang (62 s apart, the margin 60)
+_TIED = [(0, "600000", ""), (0, "600000", "0"), (62, "600000", "0"), (0, "600000", "")]
+
+
+@pytest.mark.parametrize("readings", [_TIED, _TIED[1:], [*_TIED[:3], _TIED[1]], *map(_readings, range(300))])
+def test_each_watchdog_reading_counted_once_finds_the_stall_every_line_finds(readings: list[tuple[int, str, str]]
+                                                                           ) -> None:
+    """Thousands of ranks print one hang's stamp, 'ran for' and sequence number alike: read once each, in any
+    mix of repeats, sequence numbers 0 and none and starts about the margin apart, the stall is the same."""
+    rule = shipped("filter.outlived_fault")
+    margin = timedelta(seconds=float(rule.params.get("margin_s", 60)))
+    watchdogs = [make_symptom("watchdog_timeout", time=T0 + timedelta(seconds=at), ran_ms=ran,
+                              **({"seq": seq} if seq else {})) for at, ran, seq in readings]
+    ctx = make_context(JobFacts(job_id="1", nodes=("node-02",)), *watchdogs)
+    filters.outlived_fault(ctx, rule)
+    counted = any(ran.isdecimal() for _, ran, _ in readings)
+    assert (ctx.hang[0] if ctx.hang else None) == (_stall_as_read_one_by_one(watchdogs, margin) if counted else None)
