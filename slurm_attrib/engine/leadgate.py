@@ -8,9 +8,11 @@ or a class. A pattern whose branches begin with ``\\b`` or another zero-width it
 is tried at every position of the line, every branch each time: 15 µs for a 50-character kernel line that the
 gated pattern rejects in 1.5 µs. The gate is computed from the parsed pattern (never written by hand, so a new
 branch cannot slip past it) and is a superset: a lone character class of every character a match can begin
-with, compiled with the pattern's own flags (so case folding agrees). A pattern whose first character cannot be
-bounded that way (it can match empty text, or begin with ``.``, a negated class, a back-reference or a group with
-flags of its own) is given back unchanged.
+with, compiled with the pattern's own flags (so case folding agrees). A branch that begins with a look-behind
+and then a class that bounds nothing (app.storage_errno's ``(?<=/)[^\\s:]{0,200}: I/O error``) is bounded by the
+character its look-behind wants before it: the gate then also lets through a position after one of those. A
+pattern whose start cannot be bounded either way (it can match empty text, or begin with ``.``, a negated class,
+a back-reference or a group with flags of its own) is given back unchanged.
 
 :class:`Screened`: a regex searched only in a text that holds one of the literals every match holds
 (:func:`needed_literals`), found by ``str.__contains__`` in C. A rule's exclude, an alternation of thirty-odd
@@ -21,7 +23,7 @@ one such error a million times pays that a million times.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from .bytepattern import ATOMIC_GROUP, REPEATS, sre, sre_parse  # type: ignore[attr-defined]  # (re._parser, or sre_parse before 3.11)
 
@@ -29,41 +31,88 @@ _GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
 
 
 def gated(regex: re.Pattern[str]) -> re.Pattern[str]:
-    """``regex`` behind a look-ahead on its possible first characters; the same matches, spans and groups."""
+    """``regex`` behind a look-ahead on its possible first characters (or a look-behind on the character its look-behind
+    wants before them); the same matches, spans and groups."""
     firsts = _first_chars(list(sre_parse.parse(regex.pattern, regex.flags)))
-    if firsts is None or firsts[1]:
+    if firsts is None or firsts.empty:
         return regex
     source = regex.pattern
     while (lead := _GLOBAL_FLAGS.match(source)) is not None:  # carried by regex.flags instead
         source = source[lead.end():]
     close = "\n)" if regex.flags & re.VERBOSE else ")"  # a verbose pattern's trailing comment ends at a newline
+    gates = [*(["(?=[" + "".join(sorted(firsts.members)) + "])"] if firsts.members else []),
+             *(["(?<=[" + "".join(sorted(firsts.behind)) + "])"] if firsts.behind else [])]
+    gate = gates[0] if len(gates) == 1 else "(?:" + "|".join(gates) + ")"
     try:
-        return re.compile("(?=[" + "".join(sorted(firsts[0])) + "])(?:" + source + close, regex.flags)
+        return re.compile(gate + "(?:" + source + close, regex.flags)
     except re.error:  # global flags after a comment or a verbose blank ('(?#c)(?i)x'): valid only at the start
         return regex
 
 
-_Firsts = tuple[set[str], bool]  # the class members a match can begin with; whether it can also be empty here
+class _Firsts(NamedTuple):
+    """Where a match of a part of the pattern can begin: before one of ``members`` (class members), or after one of
+    ``behind`` (the part's look-behind asks for it there); ``empty``: it can also match nothing here, so what follows
+    it may supply the first character."""
+
+    members: frozenset[str]
+    empty: bool
+    behind: frozenset[str] = frozenset()
+
+
+_ZERO_WIDTH = (sre.AT, sre.ASSERT, sre.ASSERT_NOT)
 
 
 def _first_chars(items: list[Any]) -> Optional[_Firsts]:
-    """What a match of the sequence ``items`` can begin with, or None when no class bounds it."""
+    """What a match of the sequence ``items`` can begin with, or None when no class bounds it. A look-behind among its
+    leading zero-width items bounds where it begins by itself (one character before it, where the look-behind's last
+    character is a class): the bound of a sequence no class bounds ('(?<=/)[^\\s:]{0,200}: I/O error')."""
     members: set[str] = set()
-    for op, av in items:
+    behind: set[str] = set()
+    before: Optional[_Firsts] = None  # what the leading look-behind asks for, were nothing else to bound the start
+    for index, (op, av) in enumerate(items):
+        if op == sre.ASSERT and av[0] < 0 and before is None and all(o in _ZERO_WIDTH for o, _ in items[:index]):
+            last = _last_chars(list(av[1]))
+            before = None if last is None else _Firsts(frozenset(), False, frozenset(last))
         found = _first_of(op, av)
         if found is None:
-            return None
-        members |= found[0]
-        if not found[1]:
-            return members, False
-    return members, True
+            return before
+        members |= found.members
+        behind |= found.behind
+        if not found.empty:
+            return _Firsts(frozenset(members), False, frozenset(behind))
+    return before or _Firsts(frozenset(members), True, frozenset(behind))
+
+
+def _last_chars(items: list[Any]) -> Optional[set[str]]:
+    """The class members the last character of a (fixed-width) look-behind's match can be, or None."""
+    if not items:
+        return None
+    op, av = items[-1]
+    if op == sre.LITERAL:
+        return {_escaped(av)}
+    if op == sre.IN:
+        found = _class_members(av)
+        return None if found is None else set(found.members)
+    if op == sre.SUBPATTERN and not av[1] and not av[2]:
+        return _last_chars(list(av[3]))
+    if op == sre.BRANCH:
+        members: set[str] = set()
+        for alternative in av[1]:
+            last = _last_chars(list(alternative))
+            if last is None:
+                return None
+            members |= last
+        return members
+    if op in REPEATS and av[0] >= 1:
+        return _last_chars(list(av[2]))
+    return None
 
 
 def _first_of(op: Any, av: Any) -> Optional[_Firsts]:
-    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
-        return set(), True  # zero-width: the next item consumes the first character
+    if op in _ZERO_WIDTH:
+        return _Firsts(frozenset(), True)  # zero-width: the next item consumes the first character
     if op == sre.LITERAL:
-        return {_escaped(av)}, False
+        return _Firsts(frozenset({_escaped(av)}), False)
     if op == sre.IN:
         return _class_members(av)
     if op == sre.SUBPATTERN:
@@ -74,19 +123,21 @@ def _first_of(op: Any, av: Any) -> Optional[_Firsts]:
         return _first_chars(list(av))
     if op == sre.BRANCH:
         members: set[str] = set()
+        behind: set[str] = set()
         empty = False
         for alternative in av[1]:
             found = _first_chars(list(alternative))
             if found is None:
                 return None
-            members |= found[0]
-            empty = empty or found[1]
-        return members, empty
+            members |= found.members
+            behind |= found.behind
+            empty = empty or found.empty
+        return _Firsts(frozenset(members), empty, frozenset(behind))
     if op in REPEATS:
         found = _first_chars(list(av[2]))
         if found is None:
             return None
-        return found[0], found[1] or av[0] == 0
+        return found._replace(empty=found.empty or av[0] == 0)
     return None  # ANY, NOT_LITERAL, a back-reference, a conditional group: no class bounds it
 
 
@@ -101,7 +152,7 @@ def _class_members(items: Any) -> Optional[_Firsts]:
             members.add(_CATEGORIES[av])
         else:
             return None  # a negated class, a negated category
-    return members, False
+    return _Firsts(frozenset(members), False)
 
 
 _CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_SPACE: r"\s", sre.CATEGORY_WORD: r"\w"}

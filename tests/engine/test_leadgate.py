@@ -151,3 +151,39 @@ def test_global_flags_after_a_comment_or_a_verbose_blank_keep_the_pattern(patter
     text = "x ABC SCRATCH2 FOO"
     found, screened = regex.search(text), Screened(regex).search(text)
     assert found is not None and screened is not None and screened.span() == found.span()
+
+
+@pytest.mark.parametrize(("pattern", "gate"), [
+    (r"(?<=/)[^\s:]{0,200}: I/O error", r"(?<=[\U0000002f])"),
+    (r"\b(?<=/)[^\s:]+x", r"(?<=[\U0000002f])"),  # among the leading zero-width items
+    (r"abc|(?<=/)[^\s:]+x", r"(?:(?=[a])|(?<=[\U0000002f]))"),
+    (r"(?<=ab|c[de])[^x]+", r"(?<=[bde])"),  # the last character of each of its alternatives
+    (r"(?<=/)x?", r"(?<=[\U0000002f])"),  # even an empty match is after the slash
+    (r"(?:(?<=/)[^a]+)?y", r"(?:(?=[y])|(?<=[\U0000002f]))"),  # the group may match nothing: then y begins it
+    (r"(?<=/)abc", r"(?=[a])"),  # what it begins with bounds it already
+])
+def test_a_look_behind_bounds_a_match_no_class_does(pattern: str, gate: str) -> None:
+    regex = re.compile(pattern)
+    gated_regex = gated(regex)
+    assert gated_regex.pattern.startswith(gate + "(?:")
+    for text in ("/abc: I/O error", "x/y/zz: I/O error", "a/bx cdx abx /", "/", "//x", "ab/ y /y xy", "abc/abc"):
+        for start in range(len(text) + 1):
+            assert _found(gated_regex, text[start:]) == _found(regex, text[start:]), (pattern, text[start:])
+            assert bool(gated_regex.match(text, start)) == bool(regex.match(text, start))
+
+
+@pytest.mark.parametrize("pattern", [r"x?(?<=/)[^a]", r"(?<=[^a])[^b]", r"(?<=a\b)[^b]", r"(?<=(?i:a))[^b]",
+                                     r"(?<!/)[^a]"])
+def test_a_look_behind_that_bounds_nothing_leaves_the_pattern_ungated(pattern: str) -> None:
+    """After a character the match may begin with, on a class that is no class of members, ending zero-width, with
+    flags of its own, or negative: no gate."""
+    regex = re.compile(pattern)
+    assert gated(regex) is regex
+
+
+def test_app_storage_errno_is_gated_on_its_slash() -> None:
+    """Its branch for a path's 'name: I/O error' begins with a negated class after a look-behind on '/': it used to
+    leave the whole twenty-branch pattern ungated, tried at every position of every line its anchors hit."""
+    rule = load_ruleset(include_site=False).get("app.storage_errno")
+    assert rule is not None and rule.match is not None
+    assert "|(?<=[\\U0000002f]))(?:" in gated(rule.match.regex).pattern
