@@ -42,7 +42,8 @@ def gated(regex: re.Pattern[str]) -> re.Pattern[str]:
     close = "\n)" if regex.flags & re.VERBOSE else ")"  # a verbose pattern's trailing comment ends at a newline
     gates = [*(["(?=[" + "".join(sorted(firsts.members)) + "])"] if firsts.members else []),
              *(["(?<=[" + "".join(sorted(firsts.behind)) + "])"] if firsts.behind else [])]
-    gate = gates[0] if len(gates) == 1 else "(?:" + "|".join(gates) + ")"
+    # both as one look-ahead: a position that passes both, where the pattern then fails, is not tried twice
+    gate = gates[0] if len(gates) == 1 else "(?=" + "|".join(gates) + ")"
     try:
         return re.compile(gate + "(?:" + source + close, regex.flags)
     except re.error:  # global flags after a comment or a verbose blank ('(?#c)(?i)x'): valid only at the start

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from slurm_attrib.engine import Engine, filters
+from slurm_attrib.engine.timeinfer import own_time
 from slurm_attrib.model import JobFacts, Symptom
 from slurm_attrib.ruleset import load_ruleset
 
@@ -54,7 +55,7 @@ def _stall_as_read_one_by_one(watchdogs: list[Symptom], margin: timedelta) -> da
     computed before each reading was counted once)."""
     starts = [(when - timedelta(milliseconds=int(str(sym.fields["ran_ms"]))),
                int(str(sym.fields["seq"])) if str(sym.fields.get("seq", "")).isdecimal() else None)
-              for sym in watchdogs if (when := sym.time) and str(sym.fields.get("ran_ms", "")).isdecimal()]
+              for sym in watchdogs if (when := own_time(sym)) and str(sym.fields.get("ran_ms", "")).isdecimal()]
     return filters._last_stall(sorted(starts, key=lambda pair: (pair[0], pair[1] or 0)), margin, [])
 
 
@@ -79,8 +80,10 @@ def test_each_watchdog_reading_counted_once_finds_the_stall_every_line_finds(rea
     rule = shipped("filter.outlived_fault")
     margin = timedelta(seconds=float(rule.params.get("margin_s", 60)))
     watchdogs = [make_symptom("watchdog_timeout", time=T0 + timedelta(seconds=at), ran_ms=ran,
-                              **({"seq": seq} if seq else {})) for at, ran, seq in readings]
+                              **({"seq": seq} if seq else {}), **({"time_inferred": "preceding line"} if i % 5 == 4
+                                                                   else {}))  # an unstamped line's is no reading
+                 for i, (at, ran, seq) in enumerate(readings)]
     ctx = make_context(JobFacts(job_id="1", nodes=("node-02",)), *watchdogs)
     filters.outlived_fault(ctx, rule)
-    counted = any(ran.isdecimal() for _, ran, _ in readings)
+    counted = any(ran.isdecimal() for i, (_, ran, _) in enumerate(readings) if i % 5 != 4)
     assert (ctx.hang[0] if ctx.hang else None) == (_stall_as_read_one_by_one(watchdogs, margin) if counted else None)
