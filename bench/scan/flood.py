@@ -87,8 +87,8 @@ def generate_flood(out: Path, size: int, nodes: int, gpus: int, seed: int) -> No
     index = names.index(FLOOD_NODE)
     ranks = list(range(index * gpus, (index + 1) * gpus))
     rng = random.Random(seed + 1)
-    ordinary = healthy_app_lines(rng, FLOOD_NODE, ranks, max(100, size // nodes // 106), START,
-                                  6 * 3600 / max(100, size // nodes // 106))
+    count = max(100, size // nodes // 106)  # the ordinary lines of a node's share of the bundle
+    ordinary = healthy_app_lines(rng, FLOOD_NODE, ranks, count, START, 6 * 3600 / count)
     flood_lines = int(size * FLOOD_SHARE) // MEAN_FLOOD_LINE
     _write_flooding_node(out, FLOOD_NODE, ranks, flood_lines, ordinary, names[len(names) // 3])
     _write_flooding_kernel(out, FLOOD_NODE, rng)

@@ -102,8 +102,10 @@ XID_MEMO_ENTRIES = 512  # distinct Xid messages remembered per file: a flood rep
 XID_MEMO_CHARS = 1024  # a longer message is read each time, so the memo holds at most half a million characters
 
 
-def _read_xid(text: str, driver: Optional[str], memo: Optional[dict[str, Any]]
-              ) -> Optional[tuple[XidEvent, XidAssessment, Optional[int]]]:
+_XidReading = tuple[XidEvent, XidAssessment, Optional[int]]  # the event, its assessment, the Xid it says caused it
+
+
+def _read_xid(text: str, driver: Optional[str], memo: Optional[dict[str, Any]]) -> Optional[_XidReading]:
     """:func:`parse_xid` of the line, the catalog's assessment of it and the Xid it says caused it, remembered in
     the file's decoder ``memo`` by the message: a faulting program can make the driver log an Xid for every kernel
     it launches, tens of thousands of lines that differ only in their stamps. Every match of parse_xid begins with
@@ -112,10 +114,10 @@ def _read_xid(text: str, driver: Optional[str], memo: Optional[dict[str, Any]]
     if start < 0:
         return None
     message = text[start:]
-    known: Optional[dict[tuple[str, Optional[str]], Any]] = memo.setdefault("xid", {}) if memo is not None else None
+    known: Optional[dict[tuple[str, Optional[str]], Optional[_XidReading]]] = \
+        memo.setdefault("xid", {}) if memo is not None else None
     if known is not None and (message, driver) in known:
-        found: Optional[tuple[XidEvent, XidAssessment, Optional[int]]] = known[message, driver]
-        return found
+        return known[message, driver]
     event = parse_xid(message)
     found = None if event is None else (event, assess_xid(event, driver), caused_by_previous(event.message))
     if known is not None and len(message) <= XID_MEMO_CHARS and len(known) < XID_MEMO_ENTRIES:
