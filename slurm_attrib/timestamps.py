@@ -150,8 +150,10 @@ _CTIME = _MONTH_DAY + " " + _CLOCK + _AMPM + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d
 _RE_DMESG_CTIME = re.compile(_LEAD + _PRIORITY + _DECODED + r"\[[^\W\d_]{1,4}\.? " + _CTIME
                              + r"(?:[ \t]*<[ \t]*\d+\.\d+[ \t]*>)?\][ \t]*")
 # C's ctime()/asctime() and date(1): "Mon Aug 26 18:41:15 2019" (date adds a zone: "... UTC 2019"); the
-# stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks)
-_RE_CTIME = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _CTIME + _END)
+# stamp horovodrun puts before each rank's line ("Mon Aug 26 18:41:15 2019[1]<stderr>:", see .engine.ranks); IBM
+# Storage Scale's (GPFS) mmfs.log before 4.2, milliseconds and a colon ("Thu Jul 10 10:14:31.871 2014: [N] ...")
+_RE_CTIME = re.compile(_LEAD + r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + _AMPM
+                       + r" (?:(?P<zn>[A-Z]{2,5}) )?(?P<Y>\d{4}):?" + _END)
 # OpenWrt's logread (ubox log/logread.c, log_notify): ctime, '[sec.ms] ' with -t, the facility and level, then
 # ' kernel:' for a record of the kernel's log, where a program's write to /dev/kmsg shows as 'user.*', or the
 # program's own 'tag[pid]:' ("Tue Apr  8 16:01:10 2025 kern.err kernel: NVRM: Xid ...")
@@ -192,8 +194,9 @@ _RE_VLLM = re.compile(
     + r" \[?[\w./-]+:\d+\][ \t]*"
 )
 _RE_PYTHON_LOGGING = re.compile(_LEAD + _DATE + " " + _CLOCK + r",(?P<f>\d{3})" + _END)
-# the colon: TensorFlow's and absl's C++ logging, "2019-08-26 18:41:15.943905: E tensorflow/...:828] msg"
-_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt ]" + _CLOCK + _ANY_FRAC + _AMPM + _OFFSET + "?:?" + _END)
+# the colon: TensorFlow's and absl's C++ logging, "2019-08-26 18:41:15.943905: E tensorflow/...:828] msg"; the
+# underscore: mmfs.log of IBM Storage Scale (GPFS) since 4.2, "2016-05-27_10:08:42.123+0800: [E] msg"
+_RE_ISO8601 = re.compile(_LEAD + _DATE + r"[Tt _]" + _CLOCK + _ANY_FRAC + _AMPM + _OFFSET + "?:?" + _END)
 _RE_RFC3164 = re.compile(
     _LEAD + _PRIORITY + _MONTH_DAY + " " + _CLOCK + _DOT_FRAC + _AMPM + r" +(?:" + _HOST_TAG + r"|(?P<bare>\S+)[ \t]*)"
 )
@@ -207,6 +210,11 @@ _RE_JOURNAL_FULL = re.compile(
 )
 # journalctl -o short-unix: seconds since the epoch, then host and tag ("1722253127.470994 worker4 kernel: ")
 _RE_EPOCH_HOST = re.compile(_LEAD + r"(?P<epoch>\d{10})\.(?P<f>\d{1,9}) " + _HOST_TAG)
+# UCX's own log lines (ucs/debug/log.c): seconds since the epoch in brackets, then '[host:pid:thread]', then the
+# file and line ('[1737425283.943620] [node13:18468:a]       ib_device.c:479  UCX  WARN  ...', the pid padded
+# in older releases: '[node181:6471 :async]'); read before dmesg's uptime, whose brackets they share
+_RE_UCX = re.compile(_LEAD + r"\[(?P<epoch>\d{10})\.(?P<f>\d{1,9})\] "
+                     r"\[(?P<host>[^\s:\[\]]{1,255}):[ \d]{1,12}:\w{1,16}\][ \t]*")
 # RFC 5424 (rsyslog's RSYSLOG_SyslogProtocol23Format, syslog-ng, `logger --rfc5424`): "<PRI>1 TIMESTAMP HOST
 # APP-NAME PROCID MSGID STRUCTURED-DATA MSG"; "-" stands for a field left out. APP-NAME is the program.
 _RE_RFC5424 = re.compile(
@@ -569,6 +577,12 @@ def _h_epoch_host(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp 
     return _stamp("journal_short_unix", m, line, time, host=m["host"], uptime=_uptime_of(m), tag=m["tag"])
 
 
+def _h_ucx(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
+    """UCX's ``[1737425283.943620] [host:pid:thread]``: seconds since the epoch, UTC."""
+    time = _EPOCH + timedelta(seconds=int(m["epoch"]), microseconds=_micros(m["f"]))
+    return _stamp("ucx", m, line, time, host=m["host"])
+
+
 def _h_rfc5424(m: re.Match[str], line: str, ctx: TimeContext) -> ParsedStamp | None:
     """RFC 5424 ``<PRI>1 TIMESTAMP HOST APP-NAME PROCID MSGID SD MSG``: APP-NAME is the program's tag; a left-out
     one (``-``) is the kernel's only when the priority's facility is kern (0)."""
@@ -701,6 +715,7 @@ _FORMATS: tuple[tuple[re.Pattern[str], re.Pattern[str], str, _Handler], ...] = (
     (_RE_JOURNAL_JSON, re.compile(r"\{"), '"__REALTIME_TIMESTAMP"', _h_journal_json),
     (_RE_JOURNAL_FIELD, re.compile(r"[_M]"), "", _h_journal_field),
     (_RE_JOURNAL_PRETTY, re.compile(r'"'), "", _h_journal_pretty),
+    (_RE_UCX, re.compile(r"\["), "] [", _h_ucx),
     (_RE_DMESG_UPTIME, re.compile(r"[<\[a-z]"), "", _h_dmesg_uptime),
     (_RE_DMESG_CTIME, re.compile(r"[<\[a-z]"), "", _ctime_handler("dmesg_ctime")),
     (_RE_DMESG_RELTIME, re.compile(r"\["), "", _h_dmesg_reltime),

@@ -927,3 +927,50 @@ def test_kmsg_continuation_line_is_no_record() -> None:
 def test_a_deeply_nested_json_line_is_no_object() -> None:
     """A line of 20,000 nested brackets (a job may print one) is not an object, and raises nothing."""
     assert json_object('{"log": "x", "x": ' + "[" * 20000 + "]" * 20000 + "}") is None
+
+
+GPFS_CASES = [
+    # mmfs.log before Storage Scale 4.2: ctime, milliseconds, a colon; the node's local time
+    pytest.param("Thu Jul 10 10:14:31.871 2014: [N] Connecting to 10.0.0.1", "ctime", "2014-07-10T10:14:31.871",
+                 "[N] Connecting to 10.0.0.1", id="mmfs-ctime-ms"),
+    pytest.param("Mon Jun 25 16:11:21 2018: Lost membership in cluster remote.cluster. Unmounting file systems.",
+                 "ctime", "2018-06-25T16:11:21", "Lost membership in cluster remote.cluster. Unmounting file systems.",
+                 id="mmfs-ctime"),
+    # since 4.2: an ISO date and clock joined by '_', the offset, a colon
+    pytest.param("2016-05-27_10:08:42.123+0800: [E] Lost membership in cluster x. Unmounting file systems.",
+                 "iso8601", "2016-05-27T02:08:42.123", "[E] Lost membership in cluster x. Unmounting file systems.",
+                 id="mmfs-iso-underscore"),
+    # a word after the year is no colon's: still no stamp of this form
+    pytest.param("Thu Jul 10 10:14:31 2014x: msg", "", None, "Thu Jul 10 10:14:31 2014x: msg", id="year-runs-on"),
+]
+
+
+@pytest.mark.parametrize(("line", "fmt", "expected", "message"), GPFS_CASES)
+def test_storage_scale_mmfs_log(line: str, fmt: str, expected: str | None, message: str) -> None:
+    """IBM Storage Scale writes its own log (mmfs.log) with a stamp of its own: read, so that its lines are
+    placed in the job window like the kernel's."""
+    parsed = parse_line_time(line, TimeContext())
+    assert (parsed.fmt, parsed.time, parsed.message) == (fmt, _utc(expected) if expected else None, message)
+
+
+UCX_CASES = [
+    pytest.param("[1737425283.943620] [node13:18468:a]       ib_device.c:479  UCX  WARN  IB Async event on "
+                 "mlx5_bond_0: GID table change on port 1", "2025-01-21T02:08:03.943620", "node13", id="ucx"),
+    pytest.param("[1635835013.823013] [node181:6471 :async]       ib_device.c:475  UCX  WARN  IB Async event on "
+                 "mlx5_0: GID table change on port 1", "2021-11-02T06:36:53.823013", "node181", id="ucx-padded-pid"),
+]
+
+
+@pytest.mark.parametrize(("line", "expected", "host"), UCX_CASES)
+def test_ucx_log_stamp(line: str, expected: str, host: str) -> None:
+    """UCX's '[<epoch>] [host:pid:thread]' is the wall clock in seconds since the epoch, not dmesg's uptime that
+    shares its brackets; the message starts at UCX's file and line."""
+    parsed = parse_line_time(line, TimeContext())
+    assert (parsed.fmt, parsed.time, parsed.host) == ("ucx", _utc(expected), host)
+    assert parsed.message.startswith("ib_device.c:47")
+
+
+def test_uptime_in_brackets_is_still_dmesg() -> None:
+    """A bracketed number without UCX's '[host:pid:thread]' after it stays dmesg's uptime."""
+    assert parse_line_time("[1737425283.947186] x", TimeContext()).fmt == "dmesg_uptime"
+    assert parse_line_time("[ 1234.567890] NVRM: Xid", TimeContext()).fmt == "dmesg_uptime"
