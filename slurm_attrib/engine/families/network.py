@@ -197,6 +197,9 @@ _ASYNC_EVENTS: tuple[tuple[str, Verdict], ...] = (
     ("srq catastrophic error", Verdict("context")),
     ("port error", Verdict("candidate", "infrastructure", 70,
                            "the IB port of this node left the ACTIVE state (IBV_EVENT_PORT_ERR)")),
+    ("rdma_cm_event_device_removal", Verdict("candidate", "infrastructure", 70, "the RDMA device was taken away "
+                                             "under the connection: its driver reset or unloaded it, or a bond lost "
+                                             "its ports (RDMA_CM_EVENT_DEVICE_REMOVAL)")),
 )
 
 
