@@ -1000,10 +1000,39 @@ def _aer_recovery(line: Line) -> str:
     return ""
 
 
+def _detail_follows(line: Line) -> bool:
+    """Whether the port's 'error message received from' line is followed by its error's detail ('PCIe Bus Error:'),
+    written as it was and before the next error's report."""
+    for text in line.iter_following(12):
+        if "PCIe Bus Error: " in text:
+            return _same_writer(line.text, text)
+        if _AER_NEXT_ERROR.search(text):
+            return False
+    return False
+
+
+def _source_device(port: str, source_id: str) -> str:
+    """The device a 3.x port names by its requester id ('id=0010': bus 0x00, device 2, function 0), in the port's
+    PCI domain."""
+    bus, devfn = int(source_id[:2], 16), int(source_id[2:], 16)
+    return f"{port.split(':', 1)[0]}:{bus:02x}:{devfn >> 3:02x}.{devfn & 7}"
+
+
 @decoder("pcie_aer")
 def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context. A NIC's or a
-    disk controller's error is the network's or the node's instead."""
+    disk controller's error is the network's or the node's instead. The port's line that names where an
+    uncorrected error came from is the error only when its detail line does not follow."""
+    port = sym.fields.get("port")
+    if isinstance(port, str):
+        source_id = sym.fields.pop("source_id", None)
+        if isinstance(source_id, str):
+            sym.fields["device"] = _source_device(port, source_id)
+        if _detail_follows(line):
+            sym.role, sym.strength = "context", 0
+            sym.notes.append("the error's detail line follows the port's report: that line is the error")
+            return True
+        sym.notes.append(f"the port {port} reported the error without its detail (the device could not be read)")
     severity = str(sym.fields.get("severity", ""))
     driver = str(sym.fields.get("driver", ""))
     if driver in _NIC_DRIVERS:

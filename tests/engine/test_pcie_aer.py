@@ -24,6 +24,9 @@ def _aer(engine: Engine, tmp_path: Path, after: str) -> tuple[str, int]:
     (tmp_path / "syslog" / "node-01.log").write_text(REPORT + after)
     ctx = engine.run(tmp_path)
     found = [s for s in ctx.symptoms if s.rule_id == "kernel.pcie_aer"]
+    # the port's 'error received from' line, its detail following, is context; the detail line is the error
+    assert [(s.role, s.strength) for s in found if "port" in s.fields] == [("context", 0)]
+    found = [s for s in found if "port" not in s.fields]
     assert len(found) == 1
     return str(found[0].fields.get("recovery", "")), found[0].strength
 
@@ -54,3 +57,15 @@ def test_a_dmesg_capture_reads_the_recovery_outcome(engine: Engine, tmp_path: Pa
         "[ 3610.101984] pcieport 0000:00:01.2: AER: device recovery failed\n")
     found = [s for s in engine.run(tmp_path).symptoms if s.rule_id == "kernel.pcie_aer"]
     assert [(s.fields.get("recovery"), s.strength) for s in found] == [("failed", 70)]
+
+
+def test_a_port_report_without_its_detail_is_the_error(engine: Engine, tmp_path: Path) -> None:
+    """The port's line alone (the device could not be read) is the error, weighed by the recovery that follows."""
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "job.yaml").write_text(JOB)
+    (tmp_path / "syslog" / "node-01.log").write_text(
+        REPORT.splitlines(keepends=True)[0]
+        + "Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: device recovery failed\n")
+    found = [s for s in engine.run(tmp_path).symptoms if s.rule_id == "kernel.pcie_aer"]
+    assert [(s.role, s.strength, s.fields.get("device"), s.fields.get("recovery")) for s in found] == [
+        ("candidate", 70, "0000:63:00.0", "failed")]
