@@ -129,6 +129,13 @@ class JobFacts:
         return tuple(node for node, state in self.node_bundles if state == "missing")
 
     @cached_property
+    def own_id_known(self) -> bool:
+        """Whether the bundle names the job by its own id. An array task named only '<array>_<task>' has an id of its
+        own that the bundle does not carry, and Slurm uses that one in the task's cgroup ('job_<id>') and step ids
+        ('StepId=<id>.0'): another id there may still be this job's."""
+        return "_" not in self.job_id.split("+", 1)[0]
+
+    @cached_property
     def node_set(self) -> frozenset[str]:
         """:attr:`nodes` for membership tests: a line's host is looked up once per symptom."""
         return frozenset(self.nodes)

@@ -737,7 +737,7 @@ def _foreign_step(ctx: EngineContext, sym: Symptom) -> Optional[str]:
     its array job): an echo of another job's output."""
     step = str(sym.fields.get("step") or "")
     job = step.partition(".")[0].partition("+")[0]
-    if not job.isdigit():
+    if not job.isdigit() or not ctx.job.own_id_known:
         return None
     own = {ctx.job.job_id.split("_")[0].split("+")[0], ctx.job.array_job_id}
     return None if job in own else job
@@ -798,7 +798,7 @@ def oom_of_other_job(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for sym in ctx.active():
         other = sym.fields.get("memcg_job")
-        if other and str(other) != ctx.job.job_id.split("_")[0]:
+        if other and ctx.job.own_id_known and str(other) != ctx.job.job_id.split("+")[0]:
             sym.dropped = f"the OOM kill hit job {other}, not this job"
             count += 1
     return count
