@@ -162,9 +162,10 @@ _IMPORT_FAILED = "failed to import docker image"
 _ENROOT_LOG_LINE = re.compile(r"pyxis: {3,}\S")
 # What enroot said went wrong on the node, in the log pyxis prints after its generic failure (pyxis_slurmstepd.c:
 # 'failed to import docker image', then enroot_print_last_log()): a directory of the node's runtime path it may not
-# create, a shell variable the node's environment lacks, a user namespace or a file it cannot have for lack of space
-_ENROOT_HOST_ERRORS = re.compile(r"mkdir: cannot create directory '[^'\n]{1,200}': Permission denied|"
-                                 r"HOME: unbound variable|failed to create user namespace|"
+# create (GNU mkdir quotes it '...' in the C locale, in curved quotes in a UTF-8 one), a shell variable the node's
+# environment lacks, a user namespace or a file it cannot have for lack of space
+_ENROOT_HOST_ERRORS = re.compile(r"mkdir: cannot create directory ['\u2018][^'\u2019\n]{1,200}['\u2019]: "
+                                 r"Permission denied|HOME: unbound variable|failed to create user namespace|"
                                  r"Write failed because No space left on device|"
                                  r"FATAL ERROR:\s?write_file: failed to create file")
 _NO_SPACE = re.compile(r"No space left on device|write_file: failed to create file")
