@@ -129,6 +129,22 @@ class Bundle:
         zones = {f.timezone for n, f in self.node_facts.items() if f.timezone and n in nodes}
         return zones.pop() if len(zones) == 1 else ""
 
+    @cached_property
+    def _hostnames(self) -> dict[str, str]:
+        """The job's nodes by the host name their facts record, first label, where it differs from the node's
+        name and no other node's facts name it too (a NodeName that is not the host name: 'queue1-st-p4d-1' on
+        host 'ip-10-0-1-23')."""
+        nodes = self.job.node_set
+        seen: dict[str, set[str]] = {}
+        for node, facts in self.node_facts.items():
+            if node in nodes and facts.hostname:
+                seen.setdefault(facts.hostname.split(".", 1)[0].lower(), set()).add(node)
+        return {host: owners.pop() for host, owners in seen.items() if len(owners) == 1 and host not in nodes}
+
+    def node_for_hostname(self, name: str) -> Optional[str]:
+        """The job node whose facts record ``name`` (or ``name``'s first label) as its host name."""
+        return self._hostnames.get(name.split(".", 1)[0].lower()) if name else None
+
     def kernel_origin(self, node: Optional[str]) -> str:
         """Where the collector took ``node``'s kernel log from (:data:`KERNEL_ORIGINS`); ``""`` when the
         bundle holds no collection record for it (a bundle made by hand), ``"unrecorded"`` when the record

@@ -150,6 +150,21 @@ class JobFacts:
     def node_for_address(self, address: str) -> Optional[str]:
         return self._address_map.get(address)
 
+    @cached_property
+    def _short_names(self) -> dict[str, str]:
+        """The job's fully qualified node names by their first label, where only one node has that label."""
+        seen: dict[str, list[str]] = {}
+        for node in self.nodes:
+            short, dot, _ = node.partition(".")
+            if dot and short:
+                seen.setdefault(short, []).append(node)
+        return {short: names[0] for short, names in seen.items() if len(names) == 1 and short not in self.node_set}
+
+    def node_for_short_name(self, name: str) -> Optional[str]:
+        """The node whose fully qualified name (a NodeName such as 'node48.cluster.local') starts with ``name`` as
+        its first label: NCCL and most programs print the host name cut at its first dot."""
+        return self._short_names.get(name) if "." not in name else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "job_id": self.job_id,

@@ -50,8 +50,11 @@ def resolve_peer(ctx: EngineContext, peer: str) -> Optional[str]:
 
 
 def job_node(ctx: EngineContext, name: str) -> Optional[str]:
-    """The job node ``name`` stands for: one of its names (:func:`match_node`) or addresses (job.yaml)."""
-    return match_node(ctx.job.node_set, name) or ctx.job.node_for_address(name)
+    """The job node ``name`` stands for: one of its names (:func:`match_node`), the first label of one of its
+    fully qualified names, one of its addresses (job.yaml) or the host name its facts record."""
+    job = ctx.job
+    return match_node(job.node_set, name) or job.node_for_short_name(name) or job.node_for_address(name) \
+        or ctx.bundle.node_for_hostname(name)
 
 
 def _bare_address(peer: str) -> str:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import pytest
 
-from slurm_attrib.bundle import Bundle
+from slurm_attrib.bundle import Bundle, NodeFacts
 from slurm_attrib.engine.context import EngineContext, EngineSettings
 from slurm_attrib.engine.nodes import _bare_address, match_node, resolve_node, resolve_peer
 from slurm_attrib.model import JobFacts
@@ -101,3 +101,30 @@ def test_bare_address_strips_the_tail_the_regex_did(peer: str) -> None:
     host, colon, port = text.rpartition(":")
     expected = host if colon and port.isdigit() and ":" not in host else text
     assert _bare_address(peer) == expected
+
+
+def test_a_short_host_name_finds_the_one_node_whose_fully_qualified_name_it_begins() -> None:
+    """NCCL prints the host name cut at its first dot: 'node48' is node48.cluster.local where the NodeNames are
+    fully qualified, but not where two nodes share the label, and a qualified name of another domain is no match."""
+    ctx = context(("node48.cluster.local", "node49.cluster.local"))
+    assert resolve_peer(ctx, "node48<54862>") == "node48.cluster.local"
+    assert resolve_node(ctx, None, None, "node49") == "node49.cluster.local"
+    assert resolve_node(context(("gpu1.a.example", "gpu1.b.example")), None, None, "gpu1") is None
+    assert resolve_node(ctx, None, None, "node48.other.example") is None
+
+
+def test_a_host_name_the_facts_record_finds_its_node() -> None:
+    """A NodeName that is not the host name (ParallelCluster's 'queue1-st-p4d-1' on host 'ip-10-0-1-23'): the
+    host name the node's facts record places a line that names it; one that two nodes' facts claim places none."""
+    job = JobFacts(job_id="1", nodes=("queue1-st-p4d-1", "queue1-st-p4d-2"))
+    facts = {"queue1-st-p4d-1": NodeFacts(node="queue1-st-p4d-1", hostname="ip-10-0-1-23.ec2.internal"),
+             "queue1-st-p4d-2": NodeFacts(node="queue1-st-p4d-2", hostname="ip-10-0-1-24")}
+    bundle = Bundle(root=Path("."), job=job, files=[], node_facts=facts)
+    ctx = EngineContext(bundle=bundle, ruleset=RuleSet(rules=(), version="", digest=""), settings=EngineSettings())
+    assert resolve_node(ctx, None, None, "ip-10-0-1-23") == "queue1-st-p4d-1"
+    assert resolve_node(ctx, None, None, "ip-10-0-1-24.ec2.internal") == "queue1-st-p4d-2"
+    assert resolve_node(ctx, None, None, "ip-10-0-1-25") is None
+    twice = {node: NodeFacts(node=node, hostname="shared") for node in job.nodes}
+    bundle = Bundle(root=Path("."), job=job, files=[], node_facts=twice)
+    ctx = EngineContext(bundle=bundle, ruleset=RuleSet(rules=(), version="", digest=""), settings=EngineSettings())
+    assert resolve_node(ctx, None, None, "shared") is None
