@@ -467,12 +467,9 @@ def decode_module(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str,
 @decoder("net_tx_timeout")
 def decode_tx_timeout(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, Any]) -> bool:
     """A queue paused by flow control from the network (ice's 'Fake Tx hang ... PFC storm' after it) is no fault
-    of this NIC; a management-class 1 GbE controller's stalled queue is no fault of the job's fabric (as its link
-    going down is not, :func:`decode_nic_link`)."""
+    of this NIC."""
     if any("Fake Tx hang detected" in text for text in line.iter_following(40)):
         _apply(sym, Verdict("context", meaning="the queue was paused by a PFC storm from the network, not this NIC"))
-    elif str(sym.fields.get("driver") or "") in _MANAGEMENT_DRIVERS or _MANAGEMENT_NIC.search(extra["text"]):
-        _apply(sym, Verdict("context", meaning="a management-class 1 GbE port's queue stalled, not the job's fabric"))
     return True
 
 
@@ -498,7 +495,6 @@ def decode_remote_service(ctx: EngineContext, sym: Symptom, line: Line, extra: d
 
 
 _MANAGEMENT_NIC = re.compile(r"(?<![\w-])(?:e1000e?|igb|igc)(?:[: ]|$)")
-_MANAGEMENT_DRIVERS = frozenset({"e1000", "e1000e", "igb", "igc"})  # the same drivers, as a line's own field names them
 
 
 @decoder("nic_link_state")
