@@ -515,22 +515,26 @@ def _numbered(data: bytes) -> bool:
 
 def gutter_cutter(path: str | os.PathLike[str]) -> Callable[[bytes], bytes]:
     """What takes a line of ``path`` read apart from the scan (a filter reading its tail) back to what the scan
-    read: the gutter's column cut when the file opens with one (:func:`_numbered`), else the line as it is."""
+    read: terminal control sequences and a record separator cut as the scan cuts them, then the gutter's column
+    when the file opens with one (:func:`_numbered`)."""
     try:
         with open_evidence(path) as stream:
             head = stream.read(1 << 16)
     except EVIDENCE_READ_ERRORS:
         head = b""
-    return _cut_gutter if head and _numbered(head) else _as_read
+    return _cut_gutter if head and _numbered(_as_read(head)) else _as_read
 
 
 def _cut_gutter(raw: bytes) -> bytes:
+    raw = _as_read(raw)
     found = _GUTTER.match(raw)
     return raw[found.end():] if found else raw
 
 
 def _as_read(raw: bytes) -> bytes:
-    return raw
+    if b"\x1b" in raw:
+        raw = _CSI.sub(b"", raw)
+    return _RECORD_SEPARATOR.sub(b"", raw) if b"\x1e" in raw else raw
 
 
 def _cut(_found: bytes) -> bytes:

@@ -341,3 +341,20 @@ def test_json_text_sequences_record_separators_are_cut() -> None:
     hits = _hits(data, [b'{"MESSAGE":"NVRM: Xid'])
     assert [h.text for h in hits] == ['{"MESSAGE":"NVRM: Xid (PCI:0000:8a:00): 48, DBE"}']
     assert data[hits[0].offset:].startswith(b'{"MESSAGE"')
+
+
+@pytest.mark.parametrize(("data", "wanted"), [
+    # loguru colours the stamp: a filter reading the file's tail must see the line the scan read
+    (b" [\x1b[32m2024-04-06 03:02:12\x1b[0m] iteration 71/100 | lm loss: 1.8\n",
+     b" [2024-04-06 03:02:12] iteration 71/100 | lm loss: 1.8"),
+    # a numbered paste whose lines are coloured: the escapes, then the gutter
+    (b"     1\t\x1b[31mERROR\x1b[0m a\n     2\tb\n     3\tc\n", b"ERROR a"),
+    (b"\x1e{\"MESSAGE\":\"x\"}\n", b"{\"MESSAGE\":\"x\"}"),
+    (b"plain line\n", b"plain line"),
+])
+def test_a_line_read_apart_from_the_scan_is_cut_as_the_scan_cut_it(tmp_path: Path, data: bytes, wanted: bytes) -> None:
+    """gutter_cutter takes a line a filter reads from the file itself (its tail) to the text the scan read: terminal
+    escapes and a record separator cut, then a gutter's numbers."""
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    assert scan.gutter_cutter(path)(data.split(b"\n", 1)[0]) == wanted
