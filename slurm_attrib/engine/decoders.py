@@ -402,14 +402,20 @@ _NOT_THE_FILE = re.compile(r"Error while deserializing header: (?:HeaderTooLarge
                            r"InvalidHeaderDeserialization|InvalidHeaderLength)|invalid load key, '(?:v|<)'")
 _CARRY_ON = re.compile(r"\bINFO\b|\bWARNING\b|\bretry|\bRetry|\bretrying")
 _NCCL_CHATTER = re.compile(r"\bNCCL (?:INFO|WARN)\b")
+# what PyTorch warns as the process exits with its default process group alive (ProcessGroupNCCL's destructor,
+# 2.4+; c10d's atexit check, 2.5+): the program ending, not going on
+_EXIT_WARNING = re.compile(r"process group has NOT been destroyed before we destruct|"
+                           r"destroy_process_group\(\) was not called before program exit")
 
 
 def _carries_on(line: Line, stream: Any) -> bool:
     """The same stream logs on at INFO/WARNING or retries right after it: the exception was handled. NCCL's
-    own INFO lines are not the program going on (its teardown after a crash logs them too)."""
+    own INFO lines are not the program going on (its teardown after a crash logs them too), nor PyTorch's
+    warning at exit that the process group was never destroyed."""
     for text in line.following(10):
         prefix, rest = split_rank(text)
-        if stream_key(prefix) == stream and _CARRY_ON.search(rest) and not _NCCL_CHATTER.search(rest):
+        if stream_key(prefix) == stream and _CARRY_ON.search(rest) and not _NCCL_CHATTER.search(rest) \
+                and not _EXIT_WARNING.search(rest):
             return True
     return False
 
