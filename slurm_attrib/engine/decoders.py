@@ -1006,15 +1006,27 @@ def _aer_recovery(line: Line) -> str:
     return ""
 
 
-def _detail_follows(line: Line) -> bool:
-    """Whether the port's 'error message received from' line is followed by its error's detail ('PCIe Bus Error:'),
-    written as it was and before the next error's report."""
+# a kernel line of a device's driver about that device ('nvme 0000:01:00.0: AER: can't recover ...')
+_DRIVER_OF_DEVICE = re.compile(r"(?:^|\s)(?P<driver>[\w-]{1,64}) (?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:"
+                               r"[0-9a-fA-F]{2}\.[0-7]): ")
+
+
+def _port_report(line: Line, port: str, device: str) -> tuple[bool, str]:
+    """What the lines after the port's 'error message received from' line say, written as it was and before the
+    next error's report: whether the error's detail follows ('PCIe Bus Error:', printed under the source device's
+    or, before 4.x, the port's address), and the source device's driver where one of its lines names it."""
+    detail, driver = False, ""
     for text in line.iter_following(12):
-        if "PCIe Bus Error: " in text:
-            return _same_writer(line.text, text)
-        if _AER_NEXT_ERROR.search(text):
-            return False
-    return False
+        if "PCIe Bus Error: " in text and (device in text or port in text) and "Correct" not in text \
+                and _same_writer(line.text, text):
+            detail = True  # (an uncorrected error's: a corrected one's detail is another error's)
+        elif _AER_NEXT_ERROR.search(text):
+            break
+        if not driver and device in text and (named := _DRIVER_OF_DEVICE.search(text)) is not None \
+                and named["device"].lower() == device and named["driver"] != "pcieport" \
+                and _same_writer(line.text, text):
+            driver = named["driver"]
+    return detail, driver
 
 
 def _source_device(port: str, source_id: str) -> str:
@@ -1029,16 +1041,27 @@ def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
     """Fatal AER on a GPU's port is GPU hardware; non-fatal is weaker; corrected is context. A NIC's or a
     disk controller's error is the network's or the node's instead. The port's line that names where an
     uncorrected error came from is the error only when its detail line does not follow."""
-    port = sym.fields.get("port")
-    if isinstance(port, str):
+    reporter = sym.fields.get("port")
+    if isinstance(reporter, str):
         source_id = sym.fields.pop("source_id", None)
         if isinstance(source_id, str):
-            sym.fields["device"] = _source_device(port, source_id)
-        if _detail_follows(line):
+            sym.fields["device"] = _source_device(reporter, source_id)
+        port = reporter.lower()
+        source = str(sym.fields.get("device") or port).lower()
+        detail, driver = _port_report(line, port, source)
+        if detail:
             sym.role, sym.strength = "context", 0
             sym.notes.append("the error's detail line follows the port's report: that line is the error")
             return True
         sym.notes.append(f"the port {port} reported the error without its detail (the device could not be read)")
+        if driver:
+            sym.fields["driver"] = driver  # the device's driver, from its own line after the report
+            if driver != "nvidia":
+                # a NIC's or a disk's driver reports its device's failure in its own words (mlx5_core, nvme), which
+                # their rules read; another device's (Bluetooth, a sound card) is none of the job's
+                sym.role, sym.strength = "context", 0
+                sym.notes.append(f"the device is {driver}'s, not a GPU: its driver's own lines speak for it")
+                return True
     severity = str(sym.fields.get("severity", ""))
     driver = str(sym.fields.get("driver", ""))
     if driver in _NIC_DRIVERS:

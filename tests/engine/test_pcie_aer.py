@@ -4,6 +4,7 @@ line of the same host counts as that (a program's 'device recovery failed' in a 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -69,3 +70,41 @@ def test_a_port_report_without_its_detail_is_the_error(engine: Engine, tmp_path:
     found = [s for s in engine.run(tmp_path).symptoms if s.rule_id == "kernel.pcie_aer"]
     assert [(s.role, s.strength, s.fields.get("device"), s.fields.get("recovery")) for s in found] == [
         ("candidate", 70, "0000:63:00.0", "failed")]
+
+
+PORT = "Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: Uncorrectable (Non-Fatal) error received from " \
+       "0000:63:00.0\n"
+FAILED = "Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: device recovery failed\n"
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    # the device's own driver says it is the GPU's, and that it cannot recover: the port's line is the error
+    ("Jan 26 01:07:55 node-01 kernel: nvidia 0000:63:00.0: AER: can't recover (no error_detected callback)\n",
+     [("candidate", 70, "nvidia")]),
+    # a corrected error's detail under the same device is another error's, not this one's
+    ("Jan 26 01:07:55 node-01 kernel: nvidia 0000:63:00.0: AER: PCIe Bus Error: severity=Correctable, "
+     "type=Physical Layer, (Receiver ID)\n" + FAILED, [("candidate", 40, None)]),
+    # a detail a program wrote (a logger line in the mixed syslog file) is not the kernel's
+    ("Jan 26 01:07:55 node-01 alice[42]: nvidia 0000:63:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
+     "type=Transaction Layer, (Requester ID)\n" + FAILED, [("candidate", 40, None)]),
+    # the next error's report and its detail, of another device: this report's detail never came
+    ("Jan 26 01:07:56 node-01 kernel: pcieport 0000:00:03.0: AER: Uncorrectable (Non-Fatal) error received from "
+     "0000:65:00.0\nJan 26 01:07:56 node-01 kernel: nvidia 0000:65:00.0: PCIe Bus Error: severity=Uncorrectable "
+     "(Non-Fatal), type=Transaction Layer, (Requester ID)\n", [("candidate", 40, None), ("context", 0, None)]),
+    # another device's detail (a paste that lost that error's own report): not this report's
+    ("Jan 26 01:07:55 node-01 kernel: nvidia 0000:65:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
+     "type=Transaction Layer, (Requester ID)\n", [("candidate", 40, None)]),
+    # a disk controller's own lines speak for its device: the port's line is context
+    ("Jan 26 01:07:55 node-01 kernel: nvme 0000:63:00.0: AER: can't recover (no error_detected callback)\n",
+     [("context", 0, "nvme")]),
+])
+def test_what_follows_the_ports_report_decides_it(engine: Engine, tmp_path: Path, after: str,
+                                                  expected: list[tuple[str, int, Optional[str]]]) -> None:
+    """The port's 'error received from' line stands for the error unless the error's own detail follows (an
+    uncorrected one, the kernel's, of the same device, before the next error's report); the device's driver,
+    where a line of its own names it, says whose the device is."""
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "job.yaml").write_text(JOB)
+    (tmp_path / "syslog" / "node-01.log").write_text(PORT + after)
+    found = [s for s in engine.run(tmp_path).symptoms if s.rule_id == "kernel.pcie_aer" and "port" in s.fields]
+    assert [(s.role, s.strength, s.fields.get("driver")) for s in found] == expected
