@@ -393,8 +393,10 @@ class KernelLines:
         if _inside_quotes(text, stamp, match_start):
             self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
             return None
-        if not programs and (copied := _after_copied_text(text, stamp, match_start)) is not None:
-            # (a daemon's own line, which a rule with match.programs reads, is no kernel message)
+        kernels = not programs or stamp.fmt in _KERNEL_RING_FORMATS or tag == "kernel"
+        if kernels and (copied := _after_copied_text(text, stamp, match_start)) is not None:
+            # (a daemon's own log, which a rule with match.programs reads, is no kernel message: its lines are read so
+            # only where they are not the kernel's own, a dmesg capture's or the kernel's tag)
             self._refuse(f"inside a kernel message, after {copied}", line)
             return None
         indented = line.text[len(line.lead):][:1].isspace()
@@ -416,7 +418,7 @@ class KernelLines:
             # that only its record's head betrays
             self._refuse("a further line of a record whose head copies a process's text or is a program's", line)
             return None
-        if not programs and _continues_copied_text(line, text, stamp):
+        if kernels and _continues_copied_text(line, text, stamp):
             # dmesg read through syslog(2) (dmesg -S, BusyBox) stamps every line of a record alike: a newline in the
             # text a process chose starts a line that looks like a record of its own
             self._refuse("a line with its record's stamp after a line that copies a process's text", line)
@@ -1164,6 +1166,8 @@ _LOGCLI_LABELS = re.compile(r'(?:^|(?<=\s))\{((?:[\w.]{1,64}="(?:[^"\\]|\\.){0,5
 _LOGCLI_PAIR = re.compile(r'([\w.]{1,64})="((?:[^"\\]|\\.){0,512})"')
 # what a tool that wraps a line puts first: no stamp it knows, or a bare date-time without a host or a tag
 _WRAPPER_FORMATS = frozenset({"", "iso8601", "python_logging", "bracket_iso"})
+# the stamps of the kernel's own ring as dmesg and /dev/kmsg print it: no daemon's log file is written so
+_KERNEL_RING_FORMATS = frozenset({"dmesg_uptime", "dmesg_ctime", "dmesg_reltime", "dmesg_delta", "dmesg_iso", "kmsg"})
 # Fluent Bit's stdout output plugin: '[3] kmsg.0: [1733139527, {"priority"=>4, ..., "msg"=>"NVRM: ..."}]', since
 # v2.1 the stamp in a pair with the metadata ('[[1733139527.470994000, {}], {...}]'); its file output plugin's
 # default format is the same record without the counter, the map as JSON ('kmsg.0: [1755569066.431207000, {...}]')
