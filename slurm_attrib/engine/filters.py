@@ -737,10 +737,19 @@ def _foreign_step(ctx: EngineContext, sym: Symptom) -> Optional[str]:
     its array job): an echo of another job's output."""
     step = str(sym.fields.get("step") or "")
     job = step.partition(".")[0].partition("+")[0]
-    if not job.isdigit() or not ctx.job.own_id_known:
+    if not job.isdigit():
         return None
+    if not ctx.job.own_id_known:
+        return job if _before_the_array(ctx, job) else None
     own = {ctx.job.job_id.split("_")[0].split("+")[0], ctx.job.array_job_id}
     return None if job in own else job
+
+
+def _before_the_array(ctx: EngineContext, job: str) -> bool:
+    """Whether ``job`` is older than the array this job (named only '<array>_<task>') is a task of: Slurm gives an
+    array's tasks ids from the array's own on, so an id below it is another job's."""
+    array = ctx.job.job_id.split("+", 1)[0].split("_", 1)[0]
+    return job.isdigit() and array.isdigit() and int(job) < int(array)
 
 
 def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:
@@ -798,7 +807,8 @@ def oom_of_other_job(ctx: EngineContext, rule_: Rule) -> int:
     count = 0
     for sym in ctx.active():
         other = sym.fields.get("memcg_job")
-        if other and ctx.job.own_id_known and str(other) != ctx.job.job_id.split("+")[0]:
+        if other and (str(other) != ctx.job.job_id.split("+")[0] if ctx.job.own_id_known
+                      else _before_the_array(ctx, str(other))):
             sym.dropped = f"the OOM kill hit job {other}, not this job"
             count += 1
     return count
