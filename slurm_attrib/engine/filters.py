@@ -749,7 +749,14 @@ def _before_the_array(ctx: EngineContext, job: str) -> bool:
     """Whether ``job`` is older than the array this job (named only '<array>_<task>') is a task of: Slurm gives an
     array's tasks ids from the array's own on, so an id below it is another job's."""
     array = ctx.job.job_id.split("+", 1)[0].split("_", 1)[0]
-    return job.isdigit() and array.isdigit() and int(job) < int(array)
+    return _job_number(job) < _job_number(array) if job and array else False
+
+
+def _job_number(text: str) -> float:
+    """A job id as Slurm writes it (at most 20 ASCII digits: a uint32, a 64-bit id) as a number; anything else (a
+    superscript '²³' that ``str.isdigit`` accepts and ``int`` refuses, 5,000 digits ``int`` will not read) as
+    infinitely large, so it is never taken for an older job's."""
+    return int(text) if len(text) <= 20 and text.isascii() and text.isdigit() else float("inf")
 
 
 def _line_heads(path: Optional[Path], offsets: list[int]) -> dict[int, bytes]:

@@ -87,3 +87,17 @@ def test_each_watchdog_reading_counted_once_finds_the_stall_every_line_finds(rea
     filters.outlived_fault(ctx, rule)
     counted = any(ran.isdecimal() for i, (_, ran, _) in enumerate(readings) if i % 5 != 4)
     assert (ctx.hang[0] if ctx.hang else None) == (_stall_as_read_one_by_one(watchdogs, margin) if counted else None)
+
+
+@pytest.mark.parametrize(("step_job", "foreign"), [
+    ("17", "17"),  # older than the array 4107: another job's step
+    ("4112", None),  # the array's own or later: may be this task's own id
+    ("²³", None),  # digits str.isdigit accepts and int refuses: never an older job, never a crash
+    ("1" * 5000, None),  # more digits than int reads
+])
+def test_a_step_beside_an_array_task_named_only_by_the_array(step_job: str, foreign: str | None) -> None:
+    """A job named only '4107_3' does not carry its own id: a step of a job older than the array is another job's,
+    any other may be its own; whatever the line's 'digits', the diagnosis goes on."""
+    ctx = make_context(JobFacts(job_id="4107_3", nodes=("ubuntu4",)))
+    sym = make_symptom("task_launch_failed", step=f"{step_job}.0")
+    assert filters._foreign_step(ctx, sym) == foreign
