@@ -130,26 +130,35 @@ class Bundle:
         return zones.pop() if len(zones) == 1 else ""
 
     @cached_property
-    def _hostnames(self) -> dict[str, str]:
-        """The job's nodes by the host name their facts record, first label, where it differs from the node's
-        name and no other node's facts name it too (a NodeName that is not the host name: 'queue1-st-p4d-1' on
-        host 'ip-10-0-1-23')."""
+    def _nodes_by_hostname(self) -> dict[str, str]:
+        """The job's nodes by the host name their facts record (lower case; whole, and its first label), where it
+        is not a job node's name, no other node's name or facts share it, and it names a machine (a NodeName that
+        is not the host name: 'queue1-st-p4d-1' on host 'ip-10-0-1-23')."""
         nodes = self.job.node_set
+        taken = {node.lower() for node in nodes} | {node.split(".", 1)[0].lower() for node in nodes}
         seen: dict[str, set[str]] = {}
-        for node, facts in self.node_facts.items():
-            if node in nodes and facts.hostname:
-                seen.setdefault(facts.hostname.split(".", 1)[0].lower(), set()).add(node)
-        return {host: owners.pop() for host, owners in seen.items() if len(owners) == 1 and host not in nodes}
+        for node, facts in sorted(self.node_facts.items()):
+            host = (facts.hostname or "").lower()
+            if node not in nodes or not host or host.split(".", 1)[0] in _ANONYMOUS_HOSTS:
+                continue
+            for name in {host, host.split(".", 1)[0]}:
+                seen.setdefault(name, set()).add(node)
+        return {name: min(owners) for name, owners in seen.items() if len(owners) == 1 and name not in taken}
 
     def node_for_hostname(self, name: str) -> Optional[str]:
-        """The job node whose facts record ``name`` (or ``name``'s first label) as its host name."""
-        return self._hostnames.get(name.split(".", 1)[0].lower()) if name else None
+        """The job node whose facts record ``name`` as its host name: the whole name, or its first label when
+        ``name`` has no domain."""
+        return self._nodes_by_hostname.get(name.lower()) if name else None
 
     def kernel_origin(self, node: Optional[str]) -> str:
         """Where the collector took ``node``'s kernel log from (:data:`KERNEL_ORIGINS`); ``""`` when the
         bundle holds no collection record for it (a bundle made by hand), ``"unrecorded"`` when the record
         predates origins (a collector that may have read a mixed syslog file)."""
         return self.kernel_origins.get(node, "") if node else ""
+
+
+# host names that name no one machine ('localhost' in a container, a loghost's relayed line without its origin)
+_ANONYMOUS_HOSTS = frozenset({"localhost", "localhost4", "localhost6", "localdomain", "(none)", "-"})
 
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:

@@ -393,10 +393,10 @@ class KernelLines:
         if _inside_quotes(text, stamp, match_start):
             self._refuse("inside a quoted string of a kernel message (a name or value it copied from a process)", line)
             return None
-        kernels = not programs or stamp.fmt in _KERNEL_RING_FORMATS or tag == "kernel"
+        kernels = not programs or not stamp.fmt or stamp.fmt in _KERNEL_RING_FORMATS or tag == "kernel"
         if kernels and (copied := _after_copied_text(text, stamp, match_start)) is not None:
             # (a daemon's own log, which a rule with match.programs reads, is no kernel message: its lines are read so
-            # only where they are not the kernel's own, a dmesg capture's or the kernel's tag)
+            # only where they are not the kernel's own: a dmesg capture's, an unstamped one's or the kernel's tag)
             self._refuse(f"inside a kernel message, after {copied}", line)
             return None
         indented = line.text[len(line.lead):][:1].isspace()
@@ -1121,7 +1121,8 @@ class _LineHandler:
         # a kernel line's own host (syslog, pdsh) names its node in a file of many nodes (a central syslog);
         # in a node's own file another node's line never gets here (KernelLines.trust)
         host = fields.get("host") or (stamp.host if self.kernel else None)
-        node = resolve_node(self.ctx, file_node, rank if local is None or rank is not None else None, host)
+        node = resolve_node(self.ctx, file_node, rank if local is None or rank is not None else None, host,
+                            kernel=self.kernel)
         if labelled and rank is not None and host and not fields.get("node_from_label") \
                 and (placed := self.ctx.job.rank_node(rank)) is not None and node != placed:
             # srun's label puts the task on one node and the line's text names another as its host: the label is

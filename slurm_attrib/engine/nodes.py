@@ -14,11 +14,12 @@ _INTERFACE = re.compile(r"[\w.]+")  # NCCL's %interface after an address
 
 
 def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[int],
-                 host: Any) -> Optional[str]:
-    """Host named in the line (a job node's name, or one of its addresses in job.yaml), else the rank's
-    node, else the node the file belongs to."""
+                 host: Any, kernel: bool = False) -> Optional[str]:
+    """Host named in the line (a job node's name, or one of its addresses in job.yaml; in a program's line also the
+    other names :func:`job_node` knows), else the rank's node, else the node the file belongs to. A kernel line's
+    host is held to the names its file's trust check knows (KernelLines)."""
     if isinstance(host, str) and host:
-        named = job_node(ctx, host)
+        named = match_node(ctx.job.node_set, host) or ctx.job.node_for_address(host) if kernel else job_node(ctx, host)
         if named:
             return named
     if rank is not None:

@@ -122,9 +122,26 @@ def test_a_host_name_the_facts_record_finds_its_node() -> None:
     bundle = Bundle(root=Path("."), job=job, files=[], node_facts=facts)
     ctx = EngineContext(bundle=bundle, ruleset=RuleSet(rules=(), version="", digest=""), settings=EngineSettings())
     assert resolve_node(ctx, None, None, "ip-10-0-1-23") == "queue1-st-p4d-1"
-    assert resolve_node(ctx, None, None, "ip-10-0-1-24.ec2.internal") == "queue1-st-p4d-2"
+    assert resolve_node(ctx, None, None, "IP-10-0-1-23.ec2.internal") == "queue1-st-p4d-1"
+    assert resolve_node(ctx, None, None, "ip-10-0-1-24") == "queue1-st-p4d-2"
+    # a name with a domain is the recorded name whole or nothing (PSM's 'host.36041hfi_...' glued to its message)
+    assert resolve_node(ctx, None, None, "ip-10-0-1-24.ec2.internal") is None
+    assert resolve_node(ctx, None, None, "ip-10-0-1-23.36041hfi_userinit_internal") is None
     assert resolve_node(ctx, None, None, "ip-10-0-1-25") is None
-    twice = {node: NodeFacts(node=node, hostname="shared") for node in job.nodes}
-    bundle = Bundle(root=Path("."), job=job, files=[], node_facts=twice)
+    # a kernel line's host is held to the node's own names, as the file's trust check reads it
+    assert resolve_node(ctx, None, None, "ip-10-0-1-23", kernel=True) is None
+
+
+@pytest.mark.parametrize("hostnames", [
+    {"queue1-st-p4d-1": "shared", "queue1-st-p4d-2": "shared"},  # two nodes' facts claim it
+    {"queue1-st-p4d-1": "localhost"},  # a name that is no one machine's
+    {"queue1-st-p4d-1": "queue1-st-p4d-2"},  # another node's own name
+])
+def test_a_host_name_that_is_not_one_nodes_own_places_nothing(hostnames: dict[str, str]) -> None:
+    job = JobFacts(job_id="1", nodes=("queue1-st-p4d-1", "queue1-st-p4d-2"))
+    facts = {node: NodeFacts(node=node, hostname=host) for node, host in hostnames.items()}
+    bundle = Bundle(root=Path("."), job=job, files=[], node_facts=facts)
     ctx = EngineContext(bundle=bundle, ruleset=RuleSet(rules=(), version="", digest=""), settings=EngineSettings())
-    assert resolve_node(ctx, None, None, "shared") is None
+    for host in sorted(set(hostnames.values()) - set(job.nodes)):
+        assert resolve_node(ctx, None, None, host) is None
+    assert resolve_node(ctx, None, None, "queue1-st-p4d-2") == "queue1-st-p4d-2"
