@@ -1006,9 +1006,14 @@ def _aer_recovery(line: Line) -> str:
     return ""
 
 
-# a kernel line of a device's driver about that device ('nvme 0000:01:00.0: AER: can't recover ...')
-_DRIVER_OF_DEVICE = re.compile(r"(?:^|\s)(?P<driver>[\w-]{1,64}) (?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:"
+# a kernel line of a device's driver about that device ('nvme 0000:01:00.0: AER: can't recover ...'): dev_printk's
+# driver name, lower case ('NVRM: GPU 0000:..:' and the PCI core's 'pci 0000:..:' of a device with no driver bound
+# name none)
+_DRIVER_OF_DEVICE = re.compile(r"(?:^|\s)(?P<driver>[a-z][a-z0-9_-]{0,63}) (?P<device>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:"
                                r"[0-9a-fA-F]{2}\.[0-7]): ")
+_NOT_A_DRIVER = frozenset({"pci", "pcieport", "iommu", "dmar", "nvrm"})
+# the drivers of accelerators the job may run on: their device's error is the job's GPU's
+_GPU_DRIVERS = frozenset({"nvidia", "amdgpu", "habanalabs", "xe", "i915", "neuron"})
 
 
 def _port_report(line: Line, port: str, device: str) -> tuple[bool, str]:
@@ -1023,7 +1028,7 @@ def _port_report(line: Line, port: str, device: str) -> tuple[bool, str]:
         elif _AER_NEXT_ERROR.search(text):
             break
         if not driver and device in text and (named := _DRIVER_OF_DEVICE.search(text)) is not None \
-                and named["device"].lower() == device and named["driver"] != "pcieport" \
+                and named["device"].lower() == device and named["driver"] not in _NOT_A_DRIVER \
                 and _same_writer(line.text, text):
             driver = named["driver"]
     return detail, driver
@@ -1056,11 +1061,12 @@ def decode_aer(ctx: EngineContext, sym: Symptom, line: Line, extra: dict[str, An
         sym.notes.append(f"the port {port} reported the error without its detail (the device could not be read)")
         if driver:
             sym.fields["driver"] = driver  # the device's driver, from its own line after the report
-            if driver != "nvidia":
-                # a NIC's or a disk's driver reports its device's failure in its own words (mlx5_core, nvme), which
-                # their rules read; another device's (Bluetooth, a sound card) is none of the job's
+            if driver not in _GPU_DRIVERS and driver not in _NIC_DRIVERS:
+                # a disk's driver reports its device's failure in its own words (nvme), which its rules read; another
+                # device's (Bluetooth, a sound card) is none of the job's; a GPU's or a NIC's is read below
                 sym.role, sym.strength = "context", 0
-                sym.notes.append(f"the device is {driver}'s, not a GPU: its driver's own lines speak for it")
+                sym.notes.append(f"the device is {driver}'s, neither a GPU nor a NIC: its driver's own lines speak "
+                                 "for it")
                 return True
     severity = str(sym.fields.get("severity", ""))
     driver = str(sym.fields.get("driver", ""))

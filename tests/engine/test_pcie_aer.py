@@ -94,6 +94,13 @@ FAILED = "Jan 26 01:07:55 node-01 kernel: pcieport 0000:00:01.2: AER: device rec
     # another device's detail (a paste that lost that error's own report): not this report's
     ("Jan 26 01:07:55 node-01 kernel: nvidia 0000:65:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
      "type=Transaction Layer, (Requester ID)\n", [("candidate", 40, None)]),
+    # the PCI core's line of a device with no driver bound, and the GPU driver's own 'NVRM: GPU <BDF>:', name none
+    ("Jan 26 01:07:55 node-01 kernel: pci 0000:63:00.0: Removing from iommu group 12\n"
+     "Jan 26 01:07:55 node-01 kernel: NVRM: GPU 0000:63:00.0: GPU has fallen off the bus.\n" + FAILED,
+     [("candidate", 70, None)]),
+    # a NIC's driver: the error is the network's, read as its detail line would be
+    ("Jan 26 01:07:55 node-01 kernel: mlx5_core 0000:63:00.0: mlx5_pci_err_detected Device state = 1 pci_status: 0. "
+     "Exit, result = 3, need reset\n" + FAILED, [("candidate", 70, "mlx5_core")]),
     # a disk controller's own lines speak for its device: the port's line is context
     ("Jan 26 01:07:55 node-01 kernel: nvme 0000:63:00.0: AER: can't recover (no error_detected callback)\n",
      [("context", 0, "nvme")]),
