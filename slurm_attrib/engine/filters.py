@@ -748,8 +748,8 @@ def _foreign_step(ctx: EngineContext, sym: Symptom) -> Optional[str]:
 def _before_the_array(ctx: EngineContext, job: str) -> bool:
     """Whether ``job`` is older than the array this job (named only '<array>_<task>') is a task of: Slurm gives an
     array's tasks ids from the array's own on, so an id below it is another job's."""
-    array = ctx.job.job_id.split("+", 1)[0].split("_", 1)[0]
-    return _job_number(job) < _job_number(array) if job and array else False
+    array = _job_number(ctx.job.job_id.split("+", 1)[0].split("_", 1)[0])
+    return array != float("inf") and _job_number(job) < array  # (no array id to read: nothing is older)
 
 
 def _job_number(text: str) -> float:

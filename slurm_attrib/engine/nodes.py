@@ -19,7 +19,8 @@ def resolve_node(ctx: EngineContext, file_node: Optional[str], rank: Optional[in
     other names :func:`job_node` knows), else the rank's node, else the node the file belongs to. A kernel line's
     host is held to the names its file's trust check knows (KernelLines)."""
     if isinstance(host, str) and host:
-        named = match_node(ctx.job.node_set, host) or ctx.job.node_for_address(host) if kernel else job_node(ctx, host)
+        named = (match_node(ctx.job.node_set, host) or ctx.job.node_for_address(host)) if kernel \
+            else job_node(ctx, host)
         if named:
             return named
     if rank is not None:

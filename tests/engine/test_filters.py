@@ -101,3 +101,5 @@ def test_a_step_beside_an_array_task_named_only_by_the_array(step_job: str, fore
     ctx = make_context(JobFacts(job_id="4107_3", nodes=("ubuntu4",)))
     sym = make_symptom("task_launch_failed", step=f"{step_job}.0")
     assert filters._foreign_step(ctx, sym) == foreign
+    # an array id that is no number (a bundle made by hand) makes no step older than it
+    assert filters._foreign_step(make_context(JobFacts(job_id="train_3", nodes=("ubuntu4",))), sym) is None
